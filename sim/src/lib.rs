@@ -1,0 +1,1 @@
+//! Deterministic simulation harness for the retention worker (filled by the simulation-world issue).

@@ -1,0 +1,67 @@
+//! A retention worker that deletes old rows only while it holds a leader
+//! lease, and carries the lease's fencing token on every delete.
+//!
+//! Several replicas run this worker against one lease service and one records
+//! repository. One call of [`Worker::run`] is one leadership term; the
+//! [`Worker::serve`] loop runs terms on a schedule until [`Worker::stop`].
+//!
+//! # The contract, clause by clause
+//! Each clause ID names a rule of the project's contract; the code that keeps
+//! it says so next to it.
+//!
+//! | id | what the worker guarantees | where |
+//! |---|---|---|
+//! | ACQ-1 | nothing is renewed, deleted or released unless acquire granted a lease; a failed acquire is reported | `term.rs` |
+//! | REN-1 | one renewal loop, each call awaited before the next is scheduled | `term.rs` |
+//! | REN-2 | every renewal sends the latest lease; only a newer token replaces it | `term.rs`, `state.rs` |
+//! | REN-3 | null, failure, or no answer by expiry all take the one loss path; no delete or renewal after it | `state.rs` |
+//! | FEN-1 | every delete reads the latest stored token just before it is issued | `term.rs` |
+//! | FEN-2 | the repository checks the token atomically with the delete (system level) | [`memory`] |
+//! | CUT-1 | one cutoff per term, computed once after acquire | `term.rs` |
+//! | CAP-1 | batches of at most `batch_size` and the remaining allowance; the term ends at the cap or a short batch | `term.rs`, `config.rs` |
+//! | REL-1 | release reads the latest stored lease, and only after acquire | `term.rs` |
+//! | REL-2 | release is compare-and-set in the lease service | [`LeaseService::release`], [`memory`] |
+//! | REL-3 | one exit path releases after normal end, delete failure and stop; not after a null renewal | `term.rs` |
+//! | STP-1 | after `stop()` no acquire, renew or delete begins | `term.rs`, `state.rs` |
+//! | STP-2 | `stop()` ends renewal scheduling | `term.rs` |
+//! | STP-3 | calls in flight are awaited, never dropped | `term.rs` |
+//! | STP-4 | a lease granted to an acquire that raced `stop()` is released | `term.rs` |
+//! | STP-5 | `stop()` resolves after `run()` settles, for every caller, at any time | `worker.rs` |
+//! | STP-6 | `run()` after `stop()` returns at once, calling nothing | `state.rs` |
+//!
+//! Beyond the contract, the worker never starts a delete when its lease is
+//! within [`WorkerConfig::expiry_margin_ms`] of expiring on its own clock, and
+//! treats a renewal still unanswered at expiry as a loss.
+//!
+//! # Map of the code
+//! - `config.rs`: [`WorkerConfig`], its defaults and validation.
+//! - `lease.rs`: [`Lease`] and [`CallError`], the error of every dependency call.
+//! - `ports.rs`: the injected traits [`Clock`], [`LeaseService`],
+//!   [`RecordsRepository`], [`Jitter`], and [`SeededJitter`].
+//! - `report.rs`: [`TermReport`], [`TermEnd`], [`LossCause`], [`RunError`].
+//! - `state.rs`: the one place the stop flag, the running term and its latest
+//!   lease live.
+//! - `term.rs`: one term: acquire, the delete loop, the renewal loop, release.
+//! - `worker.rs`: [`Worker`]: `new`, `run`, `stop`, `serve`.
+//! - [`memory`]: in-memory reference models of the lease service and the
+//!   repository.
+//!
+//! The worker is runtime-agnostic (it only needs the injected clock) and
+//! deterministic: it reads no wall clock, draws no randomness of its own and
+//! resolves every race between timers and events in a fixed order.
+
+pub mod memory;
+
+mod config;
+mod lease;
+mod ports;
+mod report;
+mod state;
+mod term;
+mod worker;
+
+pub use config::{ConfigError, MAX_BATCH_SIZE, MAX_TERM_ROW_CAP, WorkerConfig};
+pub use lease::{CallError, CallErrorKind, Lease};
+pub use ports::{Clock, Jitter, LeaseService, RecordsRepository, SeededJitter};
+pub use report::{LossCause, ReleaseOutcome, RunError, ServeSummary, TermEnd, TermReport};
+pub use worker::{Dependencies, Worker};
