@@ -30,6 +30,9 @@ pub(crate) struct TermState {
     pub newest_token: Option<u64>,
     /// The first loss of leadership (REN-3); later causes are not recorded.
     pub loss: Option<LossCause>,
+    /// A renewal call is in flight: a delete refused for a stale token may
+    /// have raced it, and waits for its answer before giving up.
+    pub renewing: bool,
     /// The delete loop has finished; the renewal loop must wind down.
     pub deletes_done: bool,
 }
@@ -114,6 +117,18 @@ impl Shared {
         f(&self.tx.borrow())
     }
 
+    /// A renewal call is about to be issued; storing its lease or declaring
+    /// a loss clears the flag in the same step.
+    pub fn begin_renewal(&self) {
+        self.tx.send_modify(|state| {
+            let term = state
+                .term
+                .as_mut()
+                .expect("renewals run only during a term");
+            term.renewing = true;
+        });
+    }
+
     /// Stores a lease that replaces the previous one. Callers have already
     /// checked that the token increased; a regression here is a worker bug.
     pub fn store_lease(&self, lease: Lease) {
@@ -130,6 +145,7 @@ impl Shared {
             }
             term.newest_token = Some(lease.fencing_token);
             term.lease = Some(lease);
+            term.renewing = false;
         });
     }
 
@@ -145,6 +161,7 @@ impl Shared {
                 term.lease = None;
             }
             term.loss.get_or_insert(cause);
+            term.renewing = false;
         });
     }
 

@@ -13,8 +13,8 @@ use tracing::{debug, info, warn};
 
 use crate::state::State;
 use crate::{
-    CallError, Clock, Lease, LeaseService, LossCause, RecordsRepository, ReleaseOutcome, TermEnd,
-    TermReport, Worker,
+    CallError, CallErrorKind, Clock, Lease, LeaseService, LossCause, RecordsRepository,
+    ReleaseOutcome, TermEnd, TermReport, Worker,
 };
 
 /// Whether the delete loop may issue another batch, and with which lease.
@@ -108,13 +108,21 @@ impl<C: Clock, L: LeaseService, R: RecordsRepository> Worker<C, L, R> {
                 .batch_size
                 .min(remaining.try_into().unwrap_or(u32::MAX));
             let token = lease.fencing_token;
-            let deleted = match self
+            let result = self
                 .deps
                 .records
                 .delete_batch(cutoff_ms, limit, token)
-                .await
-            {
+                .await;
+            let deleted = match result {
                 Ok(deleted) => deleted,
+                Err(error)
+                    if error.kind == CallErrorKind::Fenced && self.renewed_since(token).await =>
+                {
+                    // Our own renewal rotated the token under this delete,
+                    // which FEN-2 refused whole: go on with the new token.
+                    debug!(owner = %self.owner_id, token, "delete raced a renewal; retrying");
+                    continue;
+                }
                 Err(error) => {
                     warn!(owner = %self.owner_id, token, %error, "delete failed");
                     return TermEnd::DeleteFailed(error);
@@ -134,6 +142,23 @@ impl<C: Clock, L: LeaseService, R: RecordsRepository> Worker<C, L, R> {
                 return TermEnd::Completed;
             }
         }
+    }
+
+    /// After a fenced delete with `token`: waits for any renewal in flight
+    /// to answer, then tells whether the term may go on, because it now holds
+    /// a newer token (or a loss or stop, which the next permit check reports).
+    async fn renewed_since(&self, token: u64) -> bool {
+        self.shared
+            .wait_until(|state| state.stop_requested || !state.term().renewing)
+            .await;
+        self.shared.read(|state| {
+            let term = state.term();
+            let newer = term
+                .lease
+                .as_ref()
+                .is_some_and(|lease| lease.fencing_token > token);
+            newer || state.stop_requested || term.loss.is_some()
+        })
     }
 
     /// The lease is, on the worker's own clock, too close to expiry for a
@@ -181,6 +206,7 @@ impl<C: Clock, L: LeaseService, R: RecordsRepository> Worker<C, L, R> {
     /// declares the loss. An answer later than `budget_ms` is a loss, but the
     /// call is still awaited (STP-3) and its lease stored, so release uses it.
     async fn renew_once(&self, lease: &Lease, budget_ms: u64) -> bool {
+        self.shared.begin_renewal();
         let call = pin!(self.deps.leases.renew(lease));
         let deadline = pin!(self.deps.clock.sleep_ms(budget_ms));
         let (result, in_time) = match select(call, deadline).await {

@@ -1,5 +1,7 @@
 //! The worker handle: construction, `run()`, `stop()` and the `serve()` loop.
 
+use std::fmt;
+
 use tracing::info;
 
 use crate::state::{SettleGuard, Shared};
@@ -27,13 +29,21 @@ pub struct Dependencies<C, L, R> {
 /// Do not drop a `run()` future before it completes: the term could not
 /// release its lease and it would stay held until it expires. Call `stop()`
 /// and let `run()` finish instead.
-#[derive(Debug)]
 pub struct Worker<C, L, R> {
     pub(crate) owner_id: String,
     pub(crate) config: WorkerConfig,
     pub(crate) retention_ms: i64,
     pub(crate) deps: Dependencies<C, L, R>,
     pub(crate) shared: Shared,
+}
+
+impl<C, L, R> fmt::Debug for Worker<C, L, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Worker")
+            .field("owner_id", &self.owner_id)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<C: Clock, L: LeaseService, R: RecordsRepository> Worker<C, L, R> {
