@@ -33,6 +33,60 @@
 //! within [`WorkerConfig::expiry_margin_ms`] of expiring on its own clock, and
 //! treats a renewal still unanswered at expiry as a loss.
 //!
+//! # Using it in a service
+//! Implement [`Clock`], [`LeaseService`] and [`RecordsRepository`] for your
+//! runtime and storage (every method returns a `Send` future; map failures to
+//! [`CallError`]), then share one [`Worker`] between the task that serves and
+//! the shutdown path that stops it. Here the in-memory reference models stand
+//! in for a real lease table and database:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::{Duration, Instant};
+//!
+//! use retention_worker::memory::{InMemoryBackend, RecordTable};
+//! use retention_worker::{Clock, Dependencies, SeededJitter, TermEnd, Worker, WorkerConfig};
+//!
+//! #[derive(Clone)]
+//! struct TokioClock(Instant);
+//!
+//! impl Clock for TokioClock {
+//!     fn now_ms(&self) -> i64 {
+//!         self.0.elapsed().as_millis() as i64
+//!     }
+//!     async fn sleep_ms(&self, duration_ms: u64) {
+//!         tokio::time::sleep(Duration::from_millis(duration_ms)).await;
+//!     }
+//! }
+//!
+//! # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+//! # runtime.block_on(async {
+//! let clock = TokioClock(Instant::now());
+//! let mut rows = RecordTable::new();
+//! for age_days in 31..2_000 {
+//!     rows.insert(-age_days * 24 * 3_600_000);
+//! }
+//! let backend = Arc::new(InMemoryBackend::new(clock.clone(), 30_000, rows));
+//! let deps = Dependencies { clock, leases: backend.clone(), records: backend };
+//! let worker = Arc::new(Worker::new("replica-1", WorkerConfig::default(), deps)?);
+//!
+//! // One term by hand...
+//! let report = worker.run().await?;
+//! assert_eq!((report.end, report.rows_deleted), (TermEnd::Capped, 1_000));
+//!
+//! // ...or the service loop, until shutdown calls stop().
+//! let serving = worker.clone();
+//! let service = tokio::spawn(async move {
+//!     serving.serve(&mut SeededJitter::new(7), |report| println!("{report:?}")).await
+//! });
+//! tokio::time::sleep(Duration::from_millis(50)).await; // ...some time later:
+//! worker.stop().await; // resolves once the loop has settled and released
+//! let summary = service.await??;
+//! assert_eq!(summary.rows_deleted, 969); // the rest of the backlog, in one term
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
 //! # Map of the code
 //! - `config.rs`: [`WorkerConfig`], its defaults and validation.
 //! - `lease.rs`: [`Lease`] and [`CallError`], the error of every dependency call.
