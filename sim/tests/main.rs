@@ -28,6 +28,9 @@ fn replicas_drain_the_backlog_without_exceeding_the_cap() {
     let outcome = run_demo(&DemoConfig::default());
     let timeline = &outcome.timeline;
     assert_eq!(outcome.rows_deleted, 5_000, "every old row:\n{timeline}");
-    assert_eq!(outcome.rows_left, 500, "recent rows are younger than every cutoff");
+    assert_eq!(
+        outcome.rows_left, 500,
+        "recent rows are younger than every cutoff"
+    );
     assert_eq!(outcome.most_rows_in_a_term, 1_000, "CAP-1");
 }
