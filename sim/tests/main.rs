@@ -6,6 +6,10 @@ use retention_sim::{DemoConfig, run_demo};
 /// `.cargo/config.toml`) madsim silently becomes a thin wrapper over real
 /// time and threads, and every simulation test would run on the wall clock.
 #[test]
+#[allow(
+    clippy::assertions_on_constants,
+    reason = "the constant is the build's cfg, checked at test time on purpose"
+)]
 fn built_with_cfg_madsim() {
     assert!(
         cfg!(madsim),
