@@ -1,24 +1,52 @@
 //! Deterministic simulation harness for the retention worker, on madsim.
 //!
 //! Map of the code:
-//! - `clock.rs`: [`SimClock`], the worker's clock on madsim's simulated time,
-//!   with a per-replica skew.
-//! - `demo.rs`: [`run_demo`], replicas serving terms against the in-memory
-//!   reference models under one seed, with a text timeline.
-//!
-//! The simulated network, fault injector, history checker and property tests
-//! build on these pieces.
+//! - `spec.rs`: [`RunSpec`], everything that determines a run: seed, world
+//!   shape, worker settings, [`FaultConfig`] and timed [`FaultEvent`]s.
+//! - `world.rs`: [`run`] builds the nodes (lease service, database, replicas)
+//!   in a fresh madsim runtime, injects the faults and returns a [`History`].
+//! - `services.rs`: the lease service and the database as RPC nodes.
+//! - `replica.rs`: a replica's client side (timeouts, fault injection,
+//!   recording) and its process, which runs the real worker's `serve` loop.
+//! - `recorder.rs`: the shared event log.
+//! - `history.rs`: [`History`] and its events; JSON lines and the timeline.
+//! - `checker/`: [`check`] reads a history and reports every [`Violation`]
+//!   by clause ID; `replica.rs` walks each worker's terms, `service.rs` what
+//!   the services applied.
+//! - `swarm.rs`: [`swarm`] draws a fault mix from the seed.
+//! - `failure.rs`: [`format_failure`], the one failure formatter, and the
+//!   replay token it prints.
+//! - `explore.rs`: [`explore`] sweeps seeds over threads.
+//! - `clock.rs`: [`SimClock`], the worker's clock on simulated time.
 
 // Without the cfg, madsim is a thin layer over real time and threads, and a
 // "simulation" would silently run on the wall clock.
 #[cfg(not(madsim))]
 compile_error!(
-    "retention-sim must be built with `--cfg madsim`; .cargo/config.toml sets it, \
+    "the sim crate must be built with `--cfg madsim`; .cargo/config.toml sets it, \
      but an exported RUSTFLAGS replaces that list: use RUSTFLAGS=\"--cfg madsim ...\""
 );
 
+mod checker;
 mod clock;
-mod demo;
+mod explore;
+mod failure;
+mod history;
+mod recorder;
+mod replica;
+mod services;
+mod spec;
+mod swarm;
+mod world;
 
+pub use checker::{CLAUSES, Verdict, Violation, check};
 pub use clock::SimClock;
-pub use demo::{DemoConfig, DemoOutcome, run_demo};
+pub use history::{
+    Actor, Event, EventKind, Header, History, Invocation, LeaseRec, Outcome, RowRec,
+    TIMELINE_COLUMNS,
+};
+pub use spec::{FaultConfig, FaultEvent, OpKind, RunSpec, SpecError, WorkerSpec};
+pub use explore::{ExploreConfig, ExploreSummary, explore, spec_for};
+pub use failure::{excerpt, format_failure, parse_token, replay_command, replay_token};
+pub use swarm::swarm;
+pub use world::run;

@@ -1,52 +1,264 @@
-//! `sim`: runs the retention worker's simulation and prints its timeline.
+//! `sim`: run, sweep and replay simulations of the retention worker.
+//!
+//! Exit status: 0 when every run kept the contract, 1 when any violated it,
+//! 2 for bad input.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use retention_sim::{DemoConfig, run_demo};
+use clap::{Args, Parser, Subcommand};
+use retention_sim::{
+    ExploreConfig, FaultEvent, OpKind, RunSpec, check, explore, format_failure, parse_token,
+    replay_command, run, swarm,
+};
 
-const USAGE: &str = "usage: sim [--seed N] [--replicas K]";
-
-fn main() -> ExitCode {
-    let config = match parse(std::env::args().skip(1)) {
-        Ok(config) => config,
-        Err(message) => {
-            eprintln!("sim: {message}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    let outcome = run_demo(&config);
-    println!(
-        "seed {}  replicas {}  rows {} old + {} recent  stop at {} ms",
-        config.seed, config.replicas, config.old_rows, config.recent_rows, config.stop_at_ms
-    );
-    print!("{}", outcome.timeline);
-    println!(
-        "deleted {} rows, {} left, at most {} in one term",
-        outcome.rows_deleted, outcome.rows_left, outcome.most_rows_in_a_term
-    );
-    ExitCode::SUCCESS
+#[derive(Parser)]
+#[command(name = "sim", about = "Deterministic simulation of the lease-fenced retention worker")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
 }
 
-fn parse(mut args: impl Iterator<Item = String>) -> Result<DemoConfig, String> {
-    let mut config = DemoConfig::default();
-    while let Some(flag) = args.next() {
-        let mut value = |name: &str| {
-            let raw = args.next().ok_or(format!("{name} needs a value"))?;
-            raw.parse::<u64>()
-                .map_err(|_| format!("{name}: {raw:?} is not a non-negative integer"))
-        };
-        match flag.as_str() {
-            "--seed" => config.seed = value("--seed")?,
-            "--replicas" => {
-                let replicas = value("--replicas")?;
-                if !(1..=5).contains(&replicas) {
-                    return Err(format!("--replicas: {replicas} is not in 1..=5"));
-                }
-                config.replicas = replicas as u32;
-            }
-            "-h" | "--help" => return Err("help".into()),
-            other => return Err(format!("unknown argument {other:?}")),
+#[derive(Subcommand)]
+enum Command {
+    /// One run: prints its timeline and the verdict.
+    Run(RunArgs),
+    /// A sweep over many seeds: prints a summary.
+    Explore(ExploreArgs),
+    /// Runs a replay token printed by a failure and prints its timeline.
+    Replay {
+        /// The token (the JSON after `replay` in a failure message).
+        token: String,
+    },
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// The seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Replicas, 1-5.
+    #[arg(long)]
+    replicas: Option<u32>,
+    /// Draw faults from the seed (swarm mode); `--fault` and events still apply.
+    #[arg(long)]
+    swarm: bool,
+    /// Simulated run length.
+    #[arg(long)]
+    duration_ms: Option<u64>,
+    /// A fault knob, NAME=VALUE; names: latency_ms_max, renew_reply_delay_permille,
+    /// reject_permille, ambiguous_permille, null_renew_permille, clock_skew_ms_max.
+    #[arg(long = "fault", value_name = "NAME=VALUE")]
+    faults: Vec<String>,
+    /// Pause REPLICA at AT_MS for FOR_MS: `REPLICA:AT_MS:FOR_MS`.
+    #[arg(long, value_name = "R:AT:FOR")]
+    pause: Vec<String>,
+    /// Crash REPLICA at AT_MS, restart after MS: `REPLICA:AT_MS:RESTART_MS`.
+    #[arg(long, value_name = "R:AT:RESTART")]
+    crash: Vec<String>,
+    /// Stop REPLICA at AT_MS with CALLERS concurrent calls: `REPLICA:AT_MS[:CALLERS]`.
+    #[arg(long, value_name = "R:AT[:CALLERS]")]
+    stop: Vec<String>,
+    /// Stop REPLICA when it issues its NTH call of OP: `REPLICA:OP:NTH[:CALLERS]`.
+    #[arg(long, value_name = "R:OP:NTH[:CALLERS]")]
+    stop_during: Vec<String>,
+    /// Also write the history as JSON lines to this file.
+    #[arg(long)]
+    jsonl: Option<std::path::PathBuf>,
+}
+
+#[derive(Args)]
+struct ExploreArgs {
+    /// How many seeds to run.
+    #[arg(long, default_value_t = 1_000)]
+    seeds: u64,
+    /// The first seed.
+    #[arg(long, default_value_t = 0)]
+    start: u64,
+    /// Threads.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Draw each run's faults from its seed.
+    #[arg(long)]
+    swarm: bool,
+    /// Fix the replica count.
+    #[arg(long)]
+    replicas: Option<u32>,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return ExitCode::from(if error.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let result = match cli.command {
+        Command::Run(args) => build_spec(&args).and_then(|spec| run_one(&spec, args.jsonl.as_deref())),
+        Command::Replay { token } => parse_token(&token).and_then(|spec| run_one(&spec, None)),
+        Command::Explore(args) => run_explore(&args),
+    };
+    match result {
+        Ok(passed) => ExitCode::from(if passed { 0 } else { 1 }),
+        Err(message) => {
+            eprintln!("sim: {message}");
+            ExitCode::from(2)
         }
     }
-    Ok(config)
+}
+
+fn run_one(spec: &RunSpec, jsonl: Option<&std::path::Path>) -> Result<bool, String> {
+    let history = run(spec).map_err(|error| error.to_string())?;
+    if let Some(path) = jsonl {
+        std::fs::write(path, history.to_jsonl())
+            .map_err(|error| format!("{}: {error}", path.display()))?;
+    }
+    let verdict = check(&history);
+    println!("{}", history.timeline());
+    println!("verdict for seed {}:\n{}", spec.seed, verdict.summary());
+    if verdict.passed() {
+        println!("0 violations\nreplay: {}", replay_command(spec));
+    } else {
+        println!("{}", format_failure(spec, &history, &verdict));
+    }
+    Ok(verdict.passed())
+}
+
+fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
+    let mut spec = if args.swarm { swarm(args.seed, args.replicas) } else { RunSpec { seed: args.seed, ..RunSpec::default() } };
+    if let Some(replicas) = args.replicas {
+        spec.replicas = replicas;
+    }
+    if let Some(duration_ms) = args.duration_ms {
+        spec.duration_ms = duration_ms;
+    }
+    for fault in &args.faults {
+        set_fault(&mut spec, fault)?;
+    }
+    for text in &args.pause {
+        let [replica, at_ms, for_ms] = numbers::<3>("--pause", text)?;
+        spec.events.push(FaultEvent::Pause { replica: small(replica)?, at_ms, for_ms });
+    }
+    for text in &args.crash {
+        let [replica, at_ms, restart_after_ms] = numbers::<3>("--crash", text)?;
+        spec.events.push(FaultEvent::Crash { replica: small(replica)?, at_ms, restart_after_ms });
+    }
+    for text in &args.stop {
+        let with_callers = if text.matches(':').count() == 1 { format!("{text}:1") } else { text.clone() };
+        let [replica, at_ms, callers] = numbers::<3>("--stop", &with_callers)?;
+        spec.events.push(FaultEvent::Stop { replica: small(replica)?, at_ms, callers: small(callers)? });
+    }
+    for text in &args.stop_during {
+        spec.events.push(parse_stop_during(text)?);
+    }
+    spec.validate().map_err(|error| error.to_string())?;
+    Ok(spec)
+}
+
+fn set_fault(spec: &mut RunSpec, text: &str) -> Result<(), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("--fault {text:?}: expected NAME=VALUE"))?;
+    let value: u64 = value
+        .parse()
+        .map_err(|_| format!("--fault {name}: {value:?} is not a non-negative integer"))?;
+    let f = &mut spec.faults;
+    match name {
+        "latency_ms_max" => f.latency_ms_max = value,
+        "clock_skew_ms_max" => f.clock_skew_ms_max = value,
+        "renew_reply_delay_permille" => f.renew_reply_delay_permille = small(value)?,
+        "reject_permille" => f.reject_permille = small(value)?,
+        "ambiguous_permille" => f.ambiguous_permille = small(value)?,
+        "null_renew_permille" => f.null_renew_permille = small(value)?,
+        other => return Err(format!("--fault: unknown fault {other:?}; known: latency_ms_max, renew_reply_delay_permille, reject_permille, ambiguous_permille, null_renew_permille, clock_skew_ms_max")),
+    }
+    Ok(())
+}
+
+fn parse_stop_during(text: &str) -> Result<FaultEvent, String> {
+    let parts: Vec<&str> = text.split(':').collect();
+    if !(3..=4).contains(&parts.len()) {
+        return Err(format!("--stop-during {text:?}: expected REPLICA:OP:NTH[:CALLERS]"));
+    }
+    let op = match parts[1] {
+        "acquire" => OpKind::Acquire,
+        "renew" => OpKind::Renew,
+        "release" => OpKind::Release,
+        "delete" => OpKind::Delete,
+        other => return Err(format!("--stop-during: unknown operation {other:?} (acquire, renew, release, delete)")),
+    };
+    let number = |index: usize, default: u64| -> Result<u32, String> {
+        let Some(raw) = parts.get(index) else { return small(default) };
+        small(raw.parse().map_err(|_| format!("--stop-during {text:?}: {raw:?} is not a number"))?)
+    };
+    Ok(FaultEvent::StopDuring { replica: number(0, 0)?, op, nth: number(2, 1)?, callers: number(3, 1)? })
+}
+
+fn numbers<const N: usize>(flag: &str, text: &str) -> Result<[u64; N], String> {
+    let values: Vec<u64> = text
+        .split(':')
+        .map(|part| part.parse().map_err(|_| format!("{flag} {text:?}: {part:?} is not a non-negative integer")))
+        .collect::<Result<_, _>>()?;
+    values.try_into().map_err(|_| format!("{flag} {text:?}: expected {N} numbers separated by ':'"))
+}
+
+fn small(value: u64) -> Result<u32, String> {
+    u32::try_from(value).map_err(|_| format!("{value} is too large"))
+}
+
+fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
+    if args.seeds == 0 {
+        return Err("--seeds must be at least 1".into());
+    }
+    if let Some(replicas) = args.replicas
+        && !(1..=5).contains(&replicas)
+    {
+        return Err(format!("--replicas: {replicas} is not in 1..=5"));
+    }
+    let config = ExploreConfig {
+        seeds: args.seeds,
+        start: args.start,
+        jobs: args.jobs,
+        swarm: args.swarm,
+        base: RunSpec { replicas: args.replicas.unwrap_or(3), ..RunSpec::default() },
+        replicas: args.replicas,
+    };
+    let terminal = std::io::stderr().is_terminal();
+    let progress = |done: u64| {
+        if terminal && (done % 50 == 0 || done == args.seeds) {
+            eprint!("\r{done}/{} runs", args.seeds);
+        }
+    };
+    let summary = explore(&config, progress);
+    if terminal {
+        eprintln!();
+    }
+    if args.json {
+        let json = serde_json::json!({
+            "runs": summary.runs,
+            "failed_runs": summary.failed_runs,
+            "violations": summary.violations,
+            "violations_by_clause": summary.violations_by_clause,
+            "runs_per_sec": summary.runs_per_sec(),
+            "sim_to_wall_ratio": summary.sim_to_wall_ratio(),
+            "first_failure": summary.first_failure.as_ref().map(|(_, command)| command),
+        });
+        println!("{json}");
+    } else {
+        println!(
+            "{} runs, {} failed, {} violations; {:.0} runs/s, simulated/wall time {:.0}x",
+            summary.runs, summary.failed_runs, summary.violations, summary.runs_per_sec(), summary.sim_to_wall_ratio()
+        );
+        for (clause, count) in &summary.violations_by_clause {
+            println!("  {clause}: {count}");
+        }
+        if let Some((_, command)) = &summary.first_failure {
+            println!("first failure: {command}");
+        }
+    }
+    Ok(summary.failed_runs == 0)
 }

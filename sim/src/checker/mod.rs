@@ -1,0 +1,108 @@
+//! Checks a [`History`] against every clause of the contract, plus data
+//! safety and liveness. It reads only the history, so histories recorded
+//! from real runs can be checked the same way.
+
+mod replica;
+mod service;
+
+use std::fmt;
+
+use crate::history::History;
+
+/// Every clause the checker checks, in report order. CONTRACT.md's clauses,
+/// then data safety (DATA-*) and liveness (LIVE-*).
+pub const CLAUSES: &[(&str, &str)] = &[
+    ("ACQ-1", "no renew, delete or release before a granted acquire"),
+    ("REN-1", "renewals of one worker never overlap"),
+    ("REN-2", "each renewal sends the newest lease; tokens only grow"),
+    ("REN-3", "no delete or renewal after a null or failed renewal"),
+    ("FEN-1", "each delete carries the newest token the worker holds"),
+    ("FEN-2", "the database deletes only under the current unexpired token"),
+    ("CUT-1", "one cutoff per term, captured after acquiring"),
+    ("CAP-1", "batches of at most 200 and the allowance; at most 1,000 rows a term"),
+    ("REL-1", "release sends the newest lease, only after acquiring"),
+    ("REL-2", "release clears only the exact current lease"),
+    ("REL-3", "every exit that may hold leadership releases it"),
+    ("STP-1", "no acquire, renew or delete begins after stop()"),
+    ("STP-2", "stop() ends renewal scheduling"),
+    ("STP-3", "stop() awaits calls in flight"),
+    ("STP-4", "stop() releases held leadership, even from a racing acquire"),
+    ("STP-5", "stop() resolves only after run() has settled"),
+    ("STP-6", "a run after stop() calls nothing"),
+    ("DATA-1", "no row newer than its term's cutoff is deleted"),
+    ("DATA-2", "no row is deleted twice"),
+    ("DATA-3", "deleted counts match the database"),
+    ("LIVE-1", "without faults, the backlog drains"),
+    ("LIVE-2", "every stop() resolves within a bounded time"),
+];
+
+/// One broken clause, with the events (sequence numbers) that show it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Violation {
+    /// The clause ID, e.g. `FEN-1`.
+    pub clause: &'static str,
+    /// What happened, in words.
+    pub message: String,
+    /// The events that show it, in history order.
+    pub events: Vec<usize>,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} (events {:?})", self.clause, self.message, self.events)
+    }
+}
+
+/// The checker's findings for one history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// The run's seed.
+    pub seed: u64,
+    /// Every violation found, ordered by clause then by first event.
+    pub violations: Vec<Violation>,
+}
+
+impl Verdict {
+    /// Whether the history satisfies every clause.
+    pub fn passed(&self) -> bool {
+        self.violations.is_empty()
+    }
+
+    /// A line per clause: `ok` or the number of violations.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        for (clause, meaning) in CLAUSES {
+            let count = self.violations.iter().filter(|v| v.clause == *clause).count();
+            let status = if count == 0 { "ok".to_owned() } else { format!("VIOLATED x{count}") };
+            out.push_str(&format!("{clause:<7} {status:<13} {meaning}\n"));
+        }
+        out
+    }
+}
+
+/// Checks `history` and reports every violation.
+pub fn check(history: &History) -> Verdict {
+    let mut found = Findings::default();
+    replica::check(history, &mut found);
+    service::check(history, &mut found);
+    let mut violations = found.0;
+    let rank = |clause: &str| CLAUSES.iter().position(|(id, _)| *id == clause);
+    violations.sort_by(|a, b| (rank(a.clause), &a.events).cmp(&(rank(b.clause), &b.events)));
+    for violation in &violations {
+        assert!(rank(violation.clause).is_some(), "unlisted clause {}", violation.clause);
+    }
+    Verdict { seed: history.header.seed, violations }
+}
+
+/// Collects violations while the checks walk the history.
+#[derive(Debug, Default)]
+pub(crate) struct Findings(Vec<Violation>);
+
+impl Findings {
+    pub fn flag(&mut self, clause: &'static str, events: &[usize], message: impl Into<String>) {
+        let mut events = events.to_vec();
+        events.sort_unstable();
+        events.dedup();
+        self.0.push(Violation { clause, message: message.into(), events });
+    }
+}

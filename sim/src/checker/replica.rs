@@ -1,0 +1,277 @@
+//! Per-replica checks: what each worker called, with what, and when, term by
+//! term (ACQ, REN, FEN-1, CUT, CAP, REL-1, REL-3, STP, LIVE-2).
+
+use std::collections::BTreeMap;
+
+use super::Findings;
+use crate::history::{Actor, Event, EventKind, History, Invocation, LeaseRec, Outcome};
+use crate::spec::OpKind;
+
+/// What the checker knows about one term of one replica.
+#[derive(Debug, Default)]
+struct Term {
+    number: u32,
+    /// The acquire's invoke.
+    started: usize,
+    /// The newest lease granted to the term, and the event that granted it.
+    newest: Option<(LeaseRec, usize)>,
+    granted_at_ms: Option<i64>,
+    /// A renewal answered null (`true`) or failed (`false`): leadership lost.
+    loss: Option<(usize, bool)>,
+    cutoff: Option<(i64, usize)>,
+    rows: u64,
+    /// The batch after which no delete may follow (short, or the cap).
+    finished: Option<usize>,
+    released: Option<usize>,
+    /// Calls in flight: call -> (op, invoke seq).
+    in_flight: BTreeMap<u64, (OpKind, usize)>,
+    /// `stop()` had been called when the term started.
+    stop_before_start: bool,
+}
+
+/// One process lifetime of a replica: crashes start a new one.
+#[derive(Debug, Default)]
+struct Incarnation {
+    term: Option<Term>,
+    stop_called: Option<usize>,
+    stop_resolved: Option<usize>,
+    /// caller -> (StopCalled seq, time).
+    stops: BTreeMap<u32, (usize, i64)>,
+}
+
+struct Walker<'a> {
+    history: &'a History,
+    replica: u32,
+    now: Incarnation,
+    found: &'a mut Findings,
+}
+
+pub(super) fn check(history: &History, found: &mut Findings) {
+    for replica in 1..=history.header.replicas {
+        let mut walker = Walker { history, replica, now: Incarnation::default(), found };
+        for (seq, event) in history.events.iter().enumerate() {
+            if event.actor == Actor::Replica(replica) {
+                walker.on_event(seq, event);
+            }
+        }
+        walker.finish();
+    }
+}
+
+impl Walker<'_> {
+    fn skew_ms(&self) -> i64 {
+        self.history.header.skews_ms.get(self.replica as usize - 1).copied().unwrap_or(0)
+    }
+
+    fn on_event(&mut self, seq: usize, event: &Event) {
+        match &event.kind {
+            EventKind::Invoke { call, invocation } => self.on_invoke(seq, event, *call, invocation),
+            EventKind::Return { call, op, outcome } => self.on_return(seq, *call, *op, outcome),
+            EventKind::TermEnded { .. } => self.on_term_end(seq),
+            EventKind::StopCalled { caller } => {
+                self.now.stop_called.get_or_insert(seq);
+                self.now.stops.insert(*caller, (seq, event.at_ms));
+            }
+            EventKind::StopResolved { caller } => self.on_stop_resolved(seq, event.at_ms, *caller),
+            EventKind::Crashed => self.now = Incarnation::default(),
+            _ => {}
+        }
+    }
+
+    fn on_invoke(&mut self, seq: usize, event: &Event, call: u64, invocation: &Invocation) {
+        let op = invocation.kind();
+        if op == OpKind::Acquire {
+            self.start_term(seq, event.term);
+        }
+        if op != OpKind::Release
+            && let Some(stop) = self.now.stop_called
+        {
+            let clause = match (op, self.now.stop_resolved) {
+                (OpKind::Acquire, Some(_)) => "STP-6",
+                (OpKind::Renew, _) => "STP-2",
+                _ => "STP-1",
+            };
+            let message = format!("{} issued after stop() was called", op.name());
+            self.found.flag(clause, &[stop, seq], message);
+        }
+        let skew_ms = self.skew_ms();
+        let Some(term) = self.now.term.as_mut() else {
+            self.found.flag("ACQ-1", &[seq], format!("{} outside any term", op.name()));
+            return;
+        };
+        if op != OpKind::Acquire && term.newest.is_none() {
+            let message = format!("{} before any acquire granted a lease in term {}", op.name(), term.number);
+            let clause = if op == OpKind::Release { "REL-1" } else { "ACQ-1" };
+            self.found.flag(clause, &[term.started, seq], message);
+        }
+        match invocation {
+            Invocation::Acquire => {}
+            Invocation::Renew { lease } => check_renew(term, seq, lease, self.found),
+            Invocation::Delete { older_than_ms, limit, token } => {
+                let header = &self.history.header;
+                let ctx = DeleteCtx { header, skew_ms, at_ms: event.at_ms };
+                check_delete(term, seq, (*older_than_ms, *limit, *token), &ctx, self.found);
+            }
+            Invocation::Release { lease } => {
+                if let Some((newest, at)) = &term.newest
+                    && newest != lease
+                {
+                    let message = format!("released token {} while holding newer token {}", lease.token, newest.token);
+                    self.found.flag("REL-1", &[*at, seq], message);
+                }
+                term.released.get_or_insert(seq);
+            }
+        }
+        term.in_flight.insert(call, (op, seq));
+    }
+
+    fn start_term(&mut self, seq: usize, number: u32) {
+        if let Some(previous) = self.now.term.take() {
+            let message = format!("term {number} began before term {} ended", previous.number);
+            self.found.flag("STP-5", &[previous.started, seq], message);
+        }
+        let stop_before_start = self.now.stop_called.is_some();
+        self.now.term = Some(Term { number, started: seq, stop_before_start, ..Term::default() });
+    }
+
+    fn on_return(&mut self, seq: usize, call: u64, op: OpKind, outcome: &Outcome) {
+        let Some(term) = self.now.term.as_mut() else { return };
+        let Some((_, invoked)) = term.in_flight.remove(&call) else { return };
+        let at_ms = self.history.events[seq].at_ms;
+        match (op, outcome) {
+            (OpKind::Acquire | OpKind::Renew, Outcome::Lease(Some(lease))) => {
+                let newer = term.newest.as_ref().is_none_or(|(held, _)| lease.token > held.token);
+                if newer {
+                    term.newest = Some((lease.clone(), seq));
+                }
+                if op == OpKind::Acquire {
+                    term.granted_at_ms = Some(at_ms);
+                }
+            }
+            (OpKind::Renew, Outcome::Lease(None)) => {
+                term.loss.get_or_insert((seq, true));
+            }
+            (OpKind::Renew, Outcome::Failed { .. }) => {
+                term.loss.get_or_insert((seq, false));
+            }
+            (OpKind::Delete, Outcome::Deleted(rows)) => {
+                term.rows += rows;
+                let limit = match &self.history.events[invoked].kind {
+                    EventKind::Invoke { invocation: Invocation::Delete { limit, .. }, .. } => *limit,
+                    _ => unreachable!("a delete's invoke carries its limit"),
+                };
+                if *rows < u64::from(limit) || term.rows >= u64::from(self.history.header.term_row_cap) {
+                    term.finished.get_or_insert(seq);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_term_end(&mut self, seq: usize) {
+        let Some(term) = self.now.term.take() else { return };
+        if let Some((&call, &(op, at))) = term.in_flight.iter().next() {
+            let clause = if self.now.stop_called.is_some() { "STP-3" } else { "REL-3" };
+            let message = format!("term {} ended with {} call {call} still in flight", term.number, op.name());
+            self.found.flag(clause, &[at, seq], message);
+        }
+        let owes_release = term.newest.is_some() && term.loss.is_none();
+        if owes_release && term.released.is_none() {
+            let (clause, why) = match self.now.stop_called {
+                Some(_) => ("STP-4", "stopped"),
+                None => ("REL-3", "ended"),
+            };
+            let (_, granted) = term.newest.as_ref().expect("owes a release");
+            let message = format!("term {} {why} holding its lease without releasing it", term.number);
+            self.found.flag(clause, &[*granted, seq], message);
+        }
+        let _ = term.stop_before_start;
+    }
+
+    fn on_stop_resolved(&mut self, seq: usize, at_ms: i64, caller: u32) {
+        self.now.stop_resolved.get_or_insert(seq);
+        if let Some(term) = &self.now.term {
+            let message = format!("stop() resolved while term {} was still running", term.number);
+            self.found.flag("STP-5", &[term.started, seq], message);
+        }
+        if let Some((called, called_ms)) = self.now.stops.remove(&caller) {
+            let took_ms = at_ms - called_ms;
+            let bound = self.history.header.stop_bound_ms;
+            if took_ms > i64::try_from(bound).unwrap_or(i64::MAX) {
+                let message = format!("stop() took {took_ms} ms, more than the {bound} ms bound");
+                self.found.flag("LIVE-2", &[called, seq], message);
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        for (caller, (called, _)) in std::mem::take(&mut self.now.stops) {
+            let message = format!("stop() caller {caller} of r{} never resolved", self.replica);
+            self.found.flag("LIVE-2", &[called], message);
+        }
+    }
+}
+
+fn check_renew(term: &mut Term, seq: usize, lease: &LeaseRec, found: &mut Findings) {
+    if let Some((&call, &(_, at))) = term.in_flight.iter().find(|(_, (op, _))| *op == OpKind::Renew) {
+        found.flag("REN-1", &[at, seq], format!("renewal issued while renewal call {call} was in flight"));
+    }
+    if let Some((newest, at)) = &term.newest
+        && newest != lease
+    {
+        let message = format!("renewed token {} while holding newer token {}", lease.token, newest.token);
+        found.flag("REN-2", &[*at, seq], message);
+    }
+    if let Some((lost, _)) = term.loss {
+        found.flag("REN-3", &[lost, seq], "renewal issued after leadership was lost");
+    }
+}
+
+struct DeleteCtx<'a> {
+    header: &'a crate::history::Header,
+    skew_ms: i64,
+    at_ms: i64,
+}
+
+fn check_delete(term: &mut Term, seq: usize, (older_than_ms, limit, token): (i64, u32, u64), ctx: &DeleteCtx<'_>, found: &mut Findings) {
+    if let Some((lost, _)) = term.loss {
+        found.flag("REN-3", &[lost, seq], "delete issued after leadership was lost");
+    }
+    if let Some((newest, at)) = &term.newest
+        && newest.token != token
+    {
+        let message = format!("delete carried token {token} while the newest held was {}", newest.token);
+        found.flag("FEN-1", &[*at, seq], message);
+    }
+    let retention_ms = i64::try_from(ctx.header.retention_ms).unwrap_or(i64::MAX);
+    match term.cutoff {
+        Some((cutoff, at)) if cutoff != older_than_ms => {
+            let message = format!("delete used cutoff {older_than_ms}, the term's first used {cutoff}");
+            found.flag("CUT-1", &[at, seq], message);
+        }
+        Some(_) => {}
+        None => {
+            // Captured on the worker's clock after the acquire answered.
+            let captured_ms = older_than_ms + retention_ms - ctx.skew_ms;
+            if let Some(granted_ms) = term.granted_at_ms
+                && !(granted_ms..=ctx.at_ms).contains(&captured_ms)
+            {
+                let message = format!(
+                    "cutoff {older_than_ms} was captured at {captured_ms} ms, outside acquire ({granted_ms} ms) .. first delete ({} ms)",
+                    ctx.at_ms
+                );
+                found.flag("CUT-1", &[term.started, seq], message);
+            }
+            term.cutoff = Some((older_than_ms, seq));
+        }
+    }
+    let cap = u64::from(ctx.header.term_row_cap).min(1_000);
+    let allowance = cap.saturating_sub(term.rows);
+    if limit > ctx.header.batch_size.min(200) || u64::from(limit) > allowance {
+        let message = format!("batch asked for {limit} rows with {} deleted of the {cap} cap", term.rows);
+        found.flag("CAP-1", &[term.started, seq], message);
+    }
+    if let Some(finished) = term.finished {
+        found.flag("CAP-1", &[finished, seq], "delete issued after the term's short or final batch");
+    }
+}

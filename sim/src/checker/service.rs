@@ -1,0 +1,91 @@
+//! System-level checks on what the services applied: FEN-2, REL-2, token
+//! order, and data safety (DATA-1..3), plus LIVE-1.
+
+use std::collections::BTreeMap;
+
+use super::Findings;
+use crate::history::{EventKind, History, LeaseRec, Outcome};
+
+pub(super) fn check(history: &History, found: &mut Findings) {
+    let mut holder: Option<(LeaseRec, usize)> = None;
+    let mut last_grant: Option<(u64, usize)> = None;
+    let mut deleted_by_row: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut applied_by_call: BTreeMap<u64, (usize, u64)> = BTreeMap::new();
+    let mut total_deleted = 0u64;
+
+    for (seq, event) in history.events.iter().enumerate() {
+        match &event.kind {
+            EventKind::Granted { lease, .. } => {
+                if let Some((token, at)) = last_grant
+                    && lease.token <= token
+                {
+                    let message = format!("token {} granted after token {token}", lease.token);
+                    found.flag("REN-2", &[at, seq], message);
+                }
+                last_grant = Some((lease.token, seq));
+                holder = Some((lease.clone(), seq));
+            }
+            EventKind::Revoked { .. } => holder = None,
+            EventKind::Released { lease, cleared: true, .. } => {
+                match &holder {
+                    Some((current, at)) if current == lease => {
+                        let _ = at;
+                    }
+                    other => {
+                        let at: Vec<usize> = other.iter().map(|(_, at)| *at).chain([seq]).collect();
+                        let message = format!("release of {}#{} cleared a lease it did not name", lease.owner, lease.token);
+                        found.flag("REL-2", &at, message);
+                    }
+                }
+                holder = None;
+            }
+            EventKind::Deleted { call, token, older_than_ms, rows } => {
+                match &holder {
+                    Some((current, at)) if current.token != *token || event.at_ms >= current.expires_at_ms => {
+                        let message = format!(
+                            "delete with token {token} at {} ms accepted while the lease was {}#{} expiring at {}",
+                            event.at_ms, current.owner, current.token, current.expires_at_ms
+                        );
+                        found.flag("FEN-2", &[*at, seq], message);
+                    }
+                    None => found.flag("FEN-2", &[seq], format!("delete with token {token} accepted with no lease held")),
+                    Some(_) => {}
+                }
+                for row in rows {
+                    if row.created_at_ms >= *older_than_ms {
+                        let message = format!("row {} written at {} deleted under cutoff {older_than_ms}", row.id, row.created_at_ms);
+                        found.flag("DATA-1", &[seq], message);
+                    }
+                    if let Some(first) = deleted_by_row.insert(row.id, seq) {
+                        found.flag("DATA-2", &[first, seq], format!("row {} deleted twice", row.id));
+                    }
+                }
+                total_deleted += rows.len() as u64;
+                applied_by_call.insert(*call, (seq, rows.len() as u64));
+            }
+            EventKind::Return { call, outcome: Outcome::Deleted(count), .. } => match applied_by_call.get(call) {
+                Some((at, applied)) if applied != count => {
+                    let message = format!("call {call} reported {count} rows but the database deleted {applied}");
+                    found.flag("DATA-3", &[*at, seq], message);
+                }
+                None => found.flag("DATA-3", &[seq], format!("call {call} reported {count} rows the database never deleted")),
+                Some(_) => {}
+            },
+            EventKind::Final { rows_left, rows_inserted, stale_rows_left } => {
+                let expected = (history.header.initial_rows + rows_inserted).checked_sub(total_deleted);
+                if expected != Some(*rows_left) {
+                    let message = format!(
+                        "{} initial + {rows_inserted} written - {total_deleted} deleted != {rows_left} left",
+                        history.header.initial_rows
+                    );
+                    found.flag("DATA-3", &[seq], message);
+                }
+                if history.header.drain_owed && *stale_rows_left > 0 {
+                    let message = format!("{stale_rows_left} stale rows left after a fault-free run");
+                    found.flag("LIVE-1", &[seq], message);
+                }
+            }
+            _ => {}
+        }
+    }
+}

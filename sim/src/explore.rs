@@ -1,0 +1,116 @@
+//! Sweeps many seeds across threads and sums up the verdicts.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use crate::checker::check;
+use crate::failure::replay_command;
+use crate::spec::RunSpec;
+use crate::swarm::swarm;
+use crate::world::run;
+
+/// What to sweep.
+#[derive(Debug, Clone)]
+pub struct ExploreConfig {
+    /// How many seeds.
+    pub seeds: u64,
+    /// The first seed.
+    pub start: u64,
+    /// Worker threads; each run gets a fresh runtime on its thread.
+    pub jobs: usize,
+    /// Draw each run's faults from its seed; otherwise `base` for every seed.
+    pub swarm: bool,
+    /// The spec each seed starts from when not in swarm mode.
+    pub base: RunSpec,
+    /// Fix the replica count in swarm mode.
+    pub replicas: Option<u32>,
+}
+
+/// A sweep's results. Violations count runs' violations by clause.
+#[derive(Debug, Clone, Default)]
+pub struct ExploreSummary {
+    /// Runs completed.
+    pub runs: u64,
+    /// Runs with at least one violation.
+    pub failed_runs: u64,
+    /// Violations over all runs.
+    pub violations: u64,
+    /// Violations by clause ID.
+    pub violations_by_clause: BTreeMap<String, u64>,
+    /// The lowest failing seed's spec and its replay command.
+    pub first_failure: Option<(RunSpec, String)>,
+    /// Wall-clock seconds the sweep took.
+    pub wall_secs: f64,
+    /// Simulated seconds over all runs.
+    pub simulated_secs: f64,
+}
+
+impl ExploreSummary {
+    /// Runs per wall-clock second.
+    pub fn runs_per_sec(&self) -> f64 {
+        self.runs as f64 / self.wall_secs.max(1e-9)
+    }
+
+    /// Simulated time over wall time.
+    pub fn sim_to_wall_ratio(&self) -> f64 {
+        self.simulated_secs / self.wall_secs.max(1e-9)
+    }
+}
+
+/// The spec explore runs for `seed`.
+pub fn spec_for(config: &ExploreConfig, seed: u64) -> RunSpec {
+    if config.swarm {
+        swarm(seed, config.replicas)
+    } else {
+        RunSpec { seed, ..config.base.clone() }
+    }
+}
+
+/// Runs every seed, calling `progress(done)` after each run.
+pub fn explore(config: &ExploreConfig, progress: impl Fn(u64) + Sync) -> ExploreSummary {
+    let started = Instant::now();
+    let next = AtomicU64::new(0);
+    let done = AtomicU64::new(0);
+    let summary = Mutex::new(ExploreSummary::default());
+    std::thread::scope(|scope| {
+        for _ in 0..config.jobs.max(1) {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if index >= config.seeds {
+                        return;
+                    }
+                    let spec = spec_for(config, config.start.wrapping_add(index));
+                    let history = run(&spec).expect("explore builds valid specs");
+                    let verdict = check(&history);
+                    let end_ms = history.events.last().map_or(0, |e| e.at_ms);
+                    record(&summary, &spec, &verdict, end_ms);
+                    progress(done.fetch_add(1, Ordering::Relaxed) + 1);
+                }
+            });
+        }
+    });
+    let mut summary = summary.into_inner().expect("no panic while summing");
+    summary.wall_secs = started.elapsed().as_secs_f64();
+    summary
+}
+
+fn record(summary: &Mutex<ExploreSummary>, spec: &RunSpec, verdict: &crate::Verdict, end_ms: i64) {
+    let mut summary = summary.lock().expect("no panic while summing");
+    summary.runs += 1;
+    summary.simulated_secs += end_ms as f64 / 1_000.0;
+    if verdict.passed() {
+        return;
+    }
+    summary.failed_runs += 1;
+    for violation in &verdict.violations {
+        summary.violations += 1;
+        *summary.violations_by_clause.entry(violation.clause.to_owned()).or_default() += 1;
+    }
+    let earlier = summary.first_failure.as_ref().is_none_or(|(first, _)| spec.seed < first.seed);
+    if earlier {
+        summary.first_failure = Some((spec.clone(), replay_command(spec)));
+    }
+}

@@ -1,0 +1,402 @@
+//! The history of a run: every call, reply and service effect as an event,
+//! with JSON-lines and fixed-column text exports.
+//!
+//! Events carry simulated time, actor and term, never task IDs or anything
+//! else that differs between processes, so a history is byte-identical for
+//! the same spec.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::spec::OpKind;
+
+/// A run's header and its events, in the order they happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct History {
+    /// What the checker needs to know about the run.
+    pub header: Header,
+    /// The events; an event's index is its sequence number.
+    pub events: Vec<Event>,
+}
+
+/// The facts about a run that the clause checks depend on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// The run's seed.
+    pub seed: u64,
+    /// Replicas, named r1..rN.
+    pub replicas: u32,
+    /// The workers' retention.
+    pub retention_ms: u64,
+    /// The workers' batch size.
+    pub batch_size: u32,
+    /// The workers' per-term row cap.
+    pub term_row_cap: u32,
+    /// Each replica's clock skew, index 0 for r1.
+    pub skews_ms: Vec<i64>,
+    /// Rows in the table at the start.
+    pub initial_rows: u64,
+    /// No fault of any kind was injected.
+    pub faults_off: bool,
+    /// The run was fault-free and long enough that every stale row must be
+    /// gone by the end (LIVE-1).
+    pub drain_owed: bool,
+    /// Every `stop()` must resolve within this much simulated time.
+    pub stop_bound_ms: u64,
+}
+
+/// Who did something.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Actor {
+    /// Worker replica `n` (from 1), as its client saw things.
+    Replica(u32),
+    /// The lease service, as it applied calls.
+    Lease,
+    /// The records database, as it applied calls.
+    Db,
+    /// The simulation itself (faults, the end of the run).
+    World,
+}
+
+/// One thing that happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Simulated time, in milliseconds since the run began.
+    pub at_ms: i64,
+    /// Who.
+    pub actor: Actor,
+    /// The replica's term (its count of acquire calls), 0 outside terms.
+    pub term: u32,
+    /// What.
+    pub kind: EventKind,
+}
+
+/// A lease as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct LeaseRec {
+    /// The holder.
+    pub owner: String,
+    /// The fencing token.
+    pub token: u64,
+    /// Expiry on the lease service's clock.
+    pub expires_at_ms: i64,
+}
+
+/// A deleted row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RowRec {
+    /// Its id.
+    pub id: u64,
+    /// When it was written.
+    pub created_at_ms: i64,
+}
+
+/// What a replica asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Invocation {
+    /// `acquire(owner)`.
+    Acquire,
+    /// `renew(lease)`.
+    Renew {
+        /// The lease sent.
+        lease: LeaseRec,
+    },
+    /// `release(lease)`.
+    Release {
+        /// The lease sent.
+        lease: LeaseRec,
+    },
+    /// `delete_batch(older_than_ms, limit, token)`.
+    Delete {
+        /// The cutoff sent.
+        older_than_ms: i64,
+        /// The most rows asked for.
+        limit: u32,
+        /// The fencing token sent.
+        token: u64,
+    },
+}
+
+impl Invocation {
+    /// Which operation this is.
+    pub fn kind(&self) -> OpKind {
+        match self {
+            Self::Acquire => OpKind::Acquire,
+            Self::Renew { .. } => OpKind::Renew,
+            Self::Release { .. } => OpKind::Release,
+            Self::Delete { .. } => OpKind::Delete,
+        }
+    }
+}
+
+/// What a replica got back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// An acquire or renew answer.
+    Lease(Option<LeaseRec>),
+    /// A release answer.
+    Done,
+    /// A delete answer: rows deleted.
+    Deleted(u64),
+    /// A failure: its kind (`rejected`, `ambiguous`, `fenced`, `protocol`)
+    /// and detail.
+    Failed {
+        /// The error kind.
+        kind: String,
+        /// The detail.
+        detail: String,
+    },
+}
+
+/// The kinds of event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A replica issued call `call`.
+    Invoke {
+        /// Run-wide call number.
+        call: u64,
+        /// The call.
+        invocation: Invocation,
+    },
+    /// A replica received the answer to call `call`.
+    Return {
+        /// Run-wide call number.
+        call: u64,
+        /// The operation.
+        op: OpKind,
+        /// The answer.
+        outcome: Outcome,
+    },
+    /// The lease service granted `lease` (acquire or renew of call `call`).
+    Granted {
+        /// The call applied.
+        call: u64,
+        /// The new lease.
+        lease: LeaseRec,
+    },
+    /// The lease service answered call `call` with no lease.
+    Refused {
+        /// The call applied.
+        call: u64,
+        /// The operation.
+        op: OpKind,
+    },
+    /// The lease service revoked `lease` while answering a renewal with
+    /// `None` (an injected fault: an operator or a failover took it).
+    Revoked {
+        /// The renewal call.
+        call: u64,
+        /// The lease revoked.
+        lease: LeaseRec,
+    },
+    /// The lease service applied a release; `cleared` if it was current.
+    Released {
+        /// The call applied.
+        call: u64,
+        /// The lease named.
+        lease: LeaseRec,
+        /// Whether the holder was cleared.
+        cleared: bool,
+    },
+    /// The database deleted `rows` for call `call` (FEN-2 passed).
+    Deleted {
+        /// The call applied.
+        call: u64,
+        /// The token checked.
+        token: u64,
+        /// The cutoff used.
+        older_than_ms: i64,
+        /// The rows removed, oldest first.
+        rows: Vec<RowRec>,
+    },
+    /// The database refused call `call` under FEN-2.
+    Fenced {
+        /// The call refused.
+        call: u64,
+        /// The token refused.
+        token: u64,
+        /// Why.
+        reason: String,
+    },
+    /// A replica's term ended with this report.
+    TermEnded {
+        /// How it ended (the worker's `TermEnd`).
+        end: String,
+        /// Rows the worker counted.
+        rows: u64,
+        /// Batches the worker counted.
+        batches: u32,
+        /// The release outcome.
+        release: String,
+    },
+    /// A caller called `stop()` on a replica.
+    StopCalled {
+        /// The caller's number for this replica.
+        caller: u32,
+    },
+    /// That caller's `stop()` resolved.
+    StopResolved {
+        /// The caller's number.
+        caller: u32,
+    },
+    /// The replica's process was frozen.
+    Paused {
+        /// For how long.
+        for_ms: u64,
+    },
+    /// It was thawed.
+    Resumed,
+    /// It was killed.
+    Crashed,
+    /// It was started again with a fresh worker.
+    Restarted,
+    /// The run ended: the table's final state.
+    Final {
+        /// Rows left.
+        rows_left: u64,
+        /// Rows written during the run.
+        rows_inserted: u64,
+        /// Rows left that were older than the last cutoff any term could
+        /// have used long enough ago to have been deleted by a healthy run.
+        stale_rows_left: u64,
+    },
+}
+
+impl History {
+    /// One JSON object per line: the header, then each event with its `seq`.
+    pub fn to_jsonl(&self) -> String {
+        let mut out = serde_json::to_string(&self.header).expect("a header serialises");
+        out.push('\n');
+        for (seq, event) in self.events.iter().enumerate() {
+            let mut value = serde_json::to_value(event).expect("an event serialises");
+            value["seq"] = seq.into();
+            out.push_str(&value.to_string());
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Reads what [`History::to_jsonl`] wrote, naming the line of any error.
+    pub fn from_jsonl(text: &str) -> Result<Self, String> {
+        let mut lines = text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty());
+        let (_, first) = lines.next().ok_or("line 1: empty history, expected a header")?;
+        let header = serde_json::from_str(first).map_err(|e| format!("line 1: header: {e}"))?;
+        let events = lines
+            .map(|(index, line)| {
+                serde_json::from_str(line).map_err(|e| format!("line {}: event: {e}", index + 1))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self { header, events })
+    }
+
+    /// The fixed-column text timeline; see [`TIMELINE_COLUMNS`].
+    pub fn timeline(&self) -> String {
+        let mut out = String::from(TIMELINE_COLUMNS);
+        out.push('\n');
+        for seq in 0..self.events.len() {
+            out.push_str(&self.timeline_line(seq));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// One event as a timeline line.
+    pub fn timeline_line(&self, seq: usize) -> String {
+        let event = &self.events[seq];
+        let (name, token, detail) = describe(&event.kind);
+        let actor = match event.actor {
+            Actor::Replica(n) => format!("r{n}"),
+            Actor::Lease => "lease".into(),
+            Actor::Db => "db".into(),
+            Actor::World => "world".into(),
+        };
+        let term = if event.term == 0 { "-".into() } else { event.term.to_string() };
+        let token = token.map_or("-".into(), |t| format!("#{t}"));
+        let mut line = String::new();
+        let _ = write!(
+            line,
+            "{seq:>5} {:>8} {actor:<5} {term:>4} {name:<15} {token:>5}  {detail}",
+            event.at_ms
+        );
+        line.trim_end().to_owned()
+    }
+}
+
+/// The timeline's header line: sequence number, simulated time (ms), actor,
+/// the replica's term, the event, the fencing token it carries, and details.
+pub const TIMELINE_COLUMNS: &str =
+    "  seq  time_ms actor term event           token  detail";
+
+fn lease_text(lease: &LeaseRec) -> String {
+    format!("{}#{} exp {}", lease.owner, lease.token, lease.expires_at_ms)
+}
+
+fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
+    use EventKind as K;
+    match kind {
+        K::Invoke { call, invocation } => {
+            let name = format!("> {}", invocation.kind().name());
+            match invocation {
+                Invocation::Acquire => (name, None, format!("call {call}")),
+                Invocation::Renew { lease } | Invocation::Release { lease } => {
+                    (name, Some(lease.token), format!("call {call} {}", lease_text(lease)))
+                }
+                Invocation::Delete { older_than_ms, limit, token } => (
+                    name,
+                    Some(*token),
+                    format!("call {call} older_than {older_than_ms} limit {limit}"),
+                ),
+            }
+        }
+        K::Return { call, op, outcome } => {
+            let name = format!("< {}", op.name());
+            match outcome {
+                Outcome::Lease(Some(lease)) => {
+                    (name, Some(lease.token), format!("call {call} {}", lease_text(lease)))
+                }
+                Outcome::Lease(None) => (name, None, format!("call {call} null")),
+                Outcome::Done => (name, None, format!("call {call} ok")),
+                Outcome::Deleted(n) => (name, None, format!("call {call} deleted {n}")),
+                Outcome::Failed { kind, detail } => {
+                    (name, None, format!("call {call} FAILED {kind}: {detail}"))
+                }
+            }
+        }
+        K::Granted { call, lease } => ("granted".into(), Some(lease.token), format!("call {call} {}", lease_text(lease))),
+        K::Refused { call, op } => ("refused".into(), None, format!("call {call} {}", op.name())),
+        K::Revoked { call, lease } => ("revoked".into(), Some(lease.token), format!("call {call} {}", lease_text(lease))),
+        K::Released { call, lease, cleared } => {
+            let effect = if *cleared { "cleared" } else { "no-op (not current)" };
+            ("released".into(), Some(lease.token), format!("call {call} {effect}"))
+        }
+        K::Deleted { call, token, older_than_ms, rows } => {
+            let span = match (rows.first(), rows.last()) {
+                (Some(first), Some(last)) => format!(" created {}..{}", first.created_at_ms, last.created_at_ms),
+                _ => String::new(),
+            };
+            ("deleted".into(), Some(*token), format!("call {call} {} rows older than {older_than_ms}{span}", rows.len()))
+        }
+        K::Fenced { call, token, reason } => ("FENCED".into(), Some(*token), format!("call {call} {reason}")),
+        K::TermEnded { end, rows, batches, release } => (
+            "term ended".into(),
+            None,
+            format!("{end}: {rows} rows in {batches} batches, release {release}"),
+        ),
+        K::StopCalled { caller } => ("stop called".into(), None, format!("caller {caller}")),
+        K::StopResolved { caller } => ("stop resolved".into(), None, format!("caller {caller}")),
+        K::Paused { for_ms } => ("PAUSED".into(), None, format!("for {for_ms} ms")),
+        K::Resumed => ("resumed".into(), None, String::new()),
+        K::Crashed => ("CRASHED".into(), None, String::new()),
+        K::Restarted => ("restarted".into(), None, String::new()),
+        K::Final { rows_left, rows_inserted, stale_rows_left } => (
+            "final".into(),
+            None,
+            format!("{rows_left} rows left ({rows_inserted} written during the run, {stale_rows_left} stale)"),
+        ),
+    }
+}

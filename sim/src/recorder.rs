@@ -1,0 +1,48 @@
+//! Appends events to a run's history, stamped with simulated time.
+
+use std::sync::Mutex;
+
+use retention_worker::Clock;
+
+use crate::SimClock;
+use crate::history::{Actor, Event, EventKind};
+
+/// The shared event log of one run. Simulated nodes all live in one process,
+/// so they append to it directly; the order of appends is the history order.
+#[derive(Debug)]
+pub(crate) struct Recorder {
+    clock: SimClock,
+    events: Mutex<Vec<Event>>,
+}
+
+impl Recorder {
+    pub fn new(clock: SimClock) -> Self {
+        Self {
+            clock,
+            events: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    pub fn record(&self, actor: Actor, term: u32, kind: EventKind) {
+        let event = Event {
+            at_ms: self.now_ms(),
+            actor,
+            term,
+            kind,
+        };
+        self.events.lock().expect("recorder lock").push(event);
+    }
+
+    /// Whether any event so far matches `pred`, counting matches.
+    pub fn count(&self, pred: impl Fn(&Event) -> bool) -> usize {
+        self.events.lock().expect("recorder lock").iter().filter(|e| pred(e)).count()
+    }
+
+    pub fn take(&self) -> Vec<Event> {
+        std::mem::take(&mut *self.events.lock().expect("recorder lock"))
+    }
+}

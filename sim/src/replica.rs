@@ -1,0 +1,258 @@
+//! A worker replica: the client side of the dependencies over madsim's
+//! network, where faults are injected and calls are recorded, and the
+//! replica process that serves terms.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use madsim::net::Endpoint;
+use madsim::net::rpc::Request;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use retention_worker::{
+    CallError, Dependencies, Lease, LeaseService, RecordsRepository, SeededJitter, TermReport,
+    Worker, WorkerConfig,
+};
+
+use crate::SimClock;
+use crate::history::{Actor, EventKind, Invocation, LeaseRec, Outcome};
+use crate::recorder::Recorder;
+use crate::services::{
+    AcquireReq, Caller, DB_ADDR, DeleteReq, LEASE_ADDR, ReleaseReq, RenewReq, addr, from_rec,
+    to_rec,
+};
+use crate::spec::{FaultConfig, OpKind};
+
+/// The worker type every replica runs.
+pub(crate) type SimWorker = Worker<SimClock, SimPort, SimPort>;
+
+/// What a replica keeps across crashes: its identity, its fault draws, its
+/// term count and the handle to its current worker.
+pub(crate) struct ReplicaCtx {
+    pub replica: u32,
+    pub recorder: Arc<Recorder>,
+    pub faults: FaultConfig,
+    pub rpc_timeout_ms: u64,
+    pub renew_interval_ms: u64,
+    pub rng: Mutex<ChaCha8Rng>,
+    pub next_call: Arc<AtomicU64>,
+    pub term: AtomicU32,
+    pub calls_by_op: Mutex<BTreeMap<OpKind, u32>>,
+    /// (op, nth call, callers): stop the replica when that call is issued.
+    pub stop_triggers: Vec<(OpKind, u32, u32)>,
+    pub worker: Mutex<Option<Arc<SimWorker>>>,
+    pub stop_callers: AtomicU32,
+}
+
+impl ReplicaCtx {
+    fn actor(&self) -> Actor {
+        Actor::Replica(self.replica)
+    }
+
+    fn record(&self, kind: EventKind) {
+        let term = self.term.load(Ordering::Relaxed);
+        self.recorder.record(self.actor(), term, kind);
+    }
+
+    /// Starts `callers` concurrent `stop()` calls on this replica's current
+    /// worker, as tasks of the node that runs this code.
+    pub fn spawn_stops(self: &Arc<Self>, callers: u32) {
+        let Some(worker) = self.worker.lock().expect("worker slot").clone() else {
+            return;
+        };
+        for _ in 0..callers {
+            let caller = self.stop_callers.fetch_add(1, Ordering::Relaxed) + 1;
+            self.record(EventKind::StopCalled { caller });
+            let (ctx, worker) = (self.clone(), worker.clone());
+            madsim::task::spawn(async move {
+                worker.stop().await;
+                ctx.record(EventKind::StopResolved { caller });
+            });
+        }
+    }
+
+    fn record_term_end(&self, report: &TermReport) {
+        self.record(EventKind::TermEnded {
+            end: format!("{:?}", report.end),
+            rows: report.rows_deleted,
+            batches: report.batches,
+            release: format!("{:?}", report.release),
+        });
+    }
+
+    /// Draws this call's faults.
+    fn draw(&self, op: OpKind) -> CallFaults {
+        let f = &self.faults;
+        let mut rng = self.rng.lock().expect("fault rng");
+        let mut chance = |permille: u32| permille > 0 && rng.gen_range(0..1_000) < permille;
+        let reject = chance(f.reject_permille);
+        let ambiguous = !reject && chance(f.ambiguous_permille);
+        let revoke = op == OpKind::Renew && !reject && chance(f.null_renew_permille);
+        let late_renewal = op == OpKind::Renew && chance(f.renew_reply_delay_permille);
+        let mut latency = || match f.latency_ms_max {
+            0 => 0,
+            max => rng.gen_range(0..=max),
+        };
+        let request_delay_ms = latency();
+        let mut reply_delay_ms = latency();
+        if late_renewal {
+            // Past the next renewal tick: an overlapping worker would have
+            // issued another renewal meanwhile.
+            reply_delay_ms += self.renew_interval_ms + rng.gen_range(0..=self.renew_interval_ms / 2);
+        }
+        CallFaults { request_delay_ms, reply_delay_ms, reject, ambiguous, revoke }
+    }
+}
+
+struct CallFaults {
+    request_delay_ms: u64,
+    reply_delay_ms: u64,
+    reject: bool,
+    ambiguous: bool,
+    revoke: bool,
+}
+
+/// The lease service and database as one replica reaches them.
+#[derive(Clone)]
+pub(crate) struct SimPort {
+    ctx: Arc<ReplicaCtx>,
+    endpoint: Arc<Endpoint>,
+}
+
+impl SimPort {
+    /// Records the call, injects its faults, sends it with a timeout, and
+    /// records the answer. A lost message surfaces as an ambiguous error.
+    async fn call<R: Request>(
+        &self,
+        invocation: Invocation,
+        to: &str,
+        request: impl FnOnce(Caller, bool) -> R,
+        outcome: impl FnOnce(&R::Response) -> Outcome,
+    ) -> Result<R::Response, CallError> {
+        let ctx = &self.ctx;
+        let op = invocation.kind();
+        if op == OpKind::Acquire {
+            ctx.term.fetch_add(1, Ordering::Relaxed);
+        }
+        let call = ctx.next_call.fetch_add(1, Ordering::Relaxed) + 1;
+        ctx.record(EventKind::Invoke { call, invocation });
+        self.fire_stop_triggers(op);
+        let faults = ctx.draw(op);
+        let caller = Caller { call, replica: ctx.replica, term: ctx.term.load(Ordering::Relaxed) };
+        let request = request(caller, faults.revoke);
+        let exchange = async {
+            sleep_ms(faults.request_delay_ms).await;
+            if faults.reject {
+                return Err(CallError::rejected("injected: refused before applying"));
+            }
+            let answer = self
+                .endpoint
+                .call(addr(to), request)
+                .await
+                .map_err(|error| CallError::ambiguous(format!("network: {error}")))?;
+            sleep_ms(faults.reply_delay_ms).await;
+            if faults.ambiguous {
+                return Err(CallError::ambiguous("injected: applied, reply lost"));
+            }
+            Ok(answer)
+        };
+        let timeout = Duration::from_millis(ctx.rpc_timeout_ms);
+        let result = match madsim::time::timeout(timeout, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(CallError::ambiguous(format!("no reply within {} ms", ctx.rpc_timeout_ms))),
+        };
+        let recorded = match &result {
+            Ok(answer) => outcome(answer),
+            Err(error) => failed(error),
+        };
+        ctx.record(EventKind::Return { call, op, outcome: recorded });
+        result
+    }
+
+    fn fire_stop_triggers(&self, op: OpKind) {
+        let ctx = &self.ctx;
+        let nth = {
+            let mut counts = ctx.calls_by_op.lock().expect("call counts");
+            let count = counts.entry(op).or_default();
+            *count += 1;
+            *count
+        };
+        for &(trigger_op, trigger_nth, callers) in &ctx.stop_triggers {
+            if (trigger_op, trigger_nth) == (op, nth) {
+                ctx.spawn_stops(callers);
+            }
+        }
+    }
+}
+
+fn failed(error: &CallError) -> Outcome {
+    let kind = match error.kind {
+        retention_worker::CallErrorKind::Rejected => "rejected",
+        retention_worker::CallErrorKind::Ambiguous => "ambiguous",
+        retention_worker::CallErrorKind::Fenced => "fenced",
+        _ => "protocol",
+    };
+    Outcome::Failed { kind: kind.into(), detail: error.detail.clone() }
+}
+
+async fn sleep_ms(ms: u64) {
+    if ms > 0 {
+        madsim::time::sleep(Duration::from_millis(ms)).await;
+    }
+}
+
+fn lease_outcome(answer: &Option<LeaseRec>) -> Outcome {
+    Outcome::Lease(answer.clone())
+}
+
+impl LeaseService for SimPort {
+    async fn acquire(&self, owner_id: &str) -> Result<Option<Lease>, CallError> {
+        let owner = owner_id.to_owned();
+        let request = |caller, _| AcquireReq { caller, owner };
+        let answer = self.call(Invocation::Acquire, LEASE_ADDR, request, lease_outcome).await?;
+        Ok(answer.as_ref().map(from_rec))
+    }
+
+    async fn renew(&self, lease: &Lease) -> Result<Option<Lease>, CallError> {
+        let lease = to_rec(lease);
+        let invocation = Invocation::Renew { lease: lease.clone() };
+        let request = |caller, revoke| RenewReq { caller, lease, revoke };
+        let answer = self.call(invocation, LEASE_ADDR, request, lease_outcome).await?;
+        Ok(answer.as_ref().map(from_rec))
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<(), CallError> {
+        let lease = to_rec(lease);
+        let invocation = Invocation::Release { lease: lease.clone() };
+        let request = |caller, _| ReleaseReq { caller, lease };
+        self.call(invocation, LEASE_ADDR, request, |_| Outcome::Done).await
+    }
+}
+
+impl RecordsRepository for SimPort {
+    async fn delete_batch(&self, older_than_ms: i64, limit: u32, token: u64) -> Result<u64, CallError> {
+        let invocation = Invocation::Delete { older_than_ms, limit, token };
+        let request = |caller, _| DeleteReq { caller, older_than_ms, limit, token };
+        let outcome = |answer: &Result<u64, String>| match answer {
+            Ok(rows) => Outcome::Deleted(*rows),
+            Err(reason) => Outcome::Failed { kind: "fenced".into(), detail: reason.clone() },
+        };
+        self.call(invocation, DB_ADDR, request, outcome).await?.map_err(CallError::fenced)
+    }
+}
+
+/// A replica process: a fresh worker serving terms until stopped. It then
+/// idles, so that stop callers still running on this node can finish.
+pub(crate) async fn replica_process(ctx: Arc<ReplicaCtx>, clock: SimClock, config: WorkerConfig, jitter_seed: u64) {
+    let endpoint = Arc::new(Endpoint::bind("0.0.0.0:0").await.expect("bind a replica"));
+    let port = SimPort { ctx: ctx.clone(), endpoint };
+    let deps = Dependencies { clock, leases: port.clone(), records: port };
+    let owner = format!("r{}", ctx.replica);
+    let worker = Arc::new(Worker::new(owner, config, deps).expect("a validated spec"));
+    *ctx.worker.lock().expect("worker slot") = Some(worker.clone());
+    let mut jitter = SeededJitter::new(jitter_seed);
+    let _ = worker.serve(&mut jitter, |report| ctx.record_term_end(report)).await;
+    std::future::pending::<()>().await;
+}

@@ -1,0 +1,199 @@
+//! The lease service and the records database as simulated nodes, answering
+//! RPCs exactly as the contract's model says.
+//!
+//! Both share one [`LeaseTable`], as a database holding the lease row would:
+//! the database checks FEN-2 against it in the same step as the delete.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use madsim::net::Endpoint;
+use madsim::net::rpc::Request;
+use serde::{Deserialize, Serialize};
+use retention_worker::Lease;
+use retention_worker::memory::{LeaseTable, RecordTable};
+
+use crate::history::{Actor, EventKind, LeaseRec, RowRec};
+use crate::recorder::Recorder;
+use crate::spec::OpKind;
+
+/// Who is calling: the run-wide call number, the replica and its term.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub(crate) struct Caller {
+    pub call: u64,
+    pub replica: u32,
+    pub term: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct AcquireReq {
+    pub caller: Caller,
+    pub owner: String,
+}
+
+impl Request for AcquireReq {
+    type Response = Option<LeaseRec>;
+    const ID: u64 = 0x5e_a1;
+}
+
+/// `revoke` is the injected null-renewal fault: the service drops the lease
+/// and answers `None`, as if an operator or a failover had taken it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct RenewReq {
+    pub caller: Caller,
+    pub lease: LeaseRec,
+    pub revoke: bool,
+}
+
+impl Request for RenewReq {
+    type Response = Option<LeaseRec>;
+    const ID: u64 = 0x5e_a2;
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ReleaseReq {
+    pub caller: Caller,
+    pub lease: LeaseRec,
+}
+
+impl Request for ReleaseReq {
+    type Response = ();
+    const ID: u64 = 0x5e_a3;
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct DeleteReq {
+    pub caller: Caller,
+    pub older_than_ms: i64,
+    pub limit: u32,
+    pub token: u64,
+}
+
+impl Request for DeleteReq {
+    /// Rows deleted, or why FEN-2 refused.
+    type Response = Result<u64, String>;
+    const ID: u64 = 0x5e_a4;
+}
+
+pub(crate) const LEASE_ADDR: &str = "10.0.0.1:700";
+pub(crate) const DB_ADDR: &str = "10.0.0.2:700";
+
+pub(crate) fn addr(text: &str) -> SocketAddr {
+    text.parse().expect("a literal address")
+}
+
+pub(crate) fn to_rec(lease: &Lease) -> LeaseRec {
+    LeaseRec {
+        owner: lease.owner_id.clone(),
+        token: lease.fencing_token,
+        expires_at_ms: lease.expires_at_ms,
+    }
+}
+
+pub(crate) fn from_rec(lease: &LeaseRec) -> Lease {
+    Lease {
+        owner_id: lease.owner.clone(),
+        fencing_token: lease.token,
+        expires_at_ms: lease.expires_at_ms,
+    }
+}
+
+/// The lease service node's main task.
+pub(crate) async fn lease_service(table: Arc<Mutex<LeaseTable>>, recorder: Arc<Recorder>) {
+    let endpoint = Endpoint::bind(addr(LEASE_ADDR)).await.expect("bind the lease service");
+    let record = move |recorder: &Recorder, caller: Caller, kind| {
+        recorder.record(Actor::Lease, caller.term, kind);
+    };
+    let (t, r) = (table.clone(), recorder.clone());
+    endpoint.add_rpc_handler(move |req: AcquireReq| {
+        let now_ms = r.now_ms();
+        let granted = t.lock().expect("lease table").acquire(&req.owner, now_ms);
+        let answer = granted.as_ref().map(to_rec);
+        let call = req.caller.call;
+        record(&r, req.caller, match &answer {
+            Some(lease) => EventKind::Granted { call, lease: lease.clone() },
+            None => EventKind::Refused { call, op: OpKind::Acquire },
+        });
+        async move { answer }
+    });
+    let (t, r) = (table.clone(), recorder.clone());
+    endpoint.add_rpc_handler(move |req: RenewReq| {
+        let now_ms = r.now_ms();
+        let mut table = t.lock().expect("lease table");
+        let lease = from_rec(&req.lease);
+        let call = req.caller.call;
+        let answer = if req.revoke {
+            if table.holder(now_ms) == Some(&lease) {
+                table.release(&lease);
+                record(&r, req.caller, EventKind::Revoked { call, lease: req.lease.clone() });
+            } else {
+                record(&r, req.caller, EventKind::Refused { call, op: OpKind::Renew });
+            }
+            None
+        } else {
+            let renewed = table.renew(&lease, now_ms).as_ref().map(to_rec);
+            record(&r, req.caller, match &renewed {
+                Some(lease) => EventKind::Granted { call, lease: lease.clone() },
+                None => EventKind::Refused { call, op: OpKind::Renew },
+            });
+            renewed
+        };
+        async move { answer }
+    });
+    let (t, r) = (table, recorder);
+    endpoint.add_rpc_handler(move |req: ReleaseReq| {
+        let cleared = t.lock().expect("lease table").release(&from_rec(&req.lease));
+        let call = req.caller.call;
+        record(&r, req.caller, EventKind::Released { call, lease: req.lease.clone(), cleared });
+        async move {}
+    });
+    std::future::pending::<()>().await;
+}
+
+/// The database node's main task: answers deletes and keeps rows arriving.
+pub(crate) async fn database(
+    leases: Arc<Mutex<LeaseTable>>,
+    rows: Arc<Mutex<RecordTable>>,
+    recorder: Arc<Recorder>,
+    arrivals_per_sec: u32,
+    inserted: Arc<AtomicU64>,
+) {
+    let endpoint = Endpoint::bind(addr(DB_ADDR)).await.expect("bind the database");
+    let (t, r) = (rows.clone(), recorder.clone());
+    endpoint.add_rpc_handler(move |req: DeleteReq| {
+        let now_ms = r.now_ms();
+        let call = req.caller.call;
+        // One critical section: the fence check and the delete are atomic.
+        let fence = leases.lock().expect("lease table").check_fence(req.token, now_ms);
+        let answer = match fence {
+            Ok(()) => {
+                let deleted = t.lock().expect("rows").delete_older_than(req.older_than_ms, req.limit);
+                let rows: Vec<RowRec> = deleted
+                    .iter()
+                    .map(|row| RowRec { id: row.id, created_at_ms: row.created_at_ms })
+                    .collect();
+                let count = rows.len() as u64;
+                let kind = EventKind::Deleted { call, token: req.token, older_than_ms: req.older_than_ms, rows };
+                r.record(Actor::Db, req.caller.term, kind);
+                Ok(count)
+            }
+            Err(rejection) => {
+                let reason = rejection.to_string();
+                let kind = EventKind::Fenced { call, token: req.token, reason: reason.clone() };
+                r.record(Actor::Db, req.caller.term, kind);
+                Err(reason)
+            }
+        };
+        async move { answer }
+    });
+    loop {
+        madsim::time::sleep(std::time::Duration::from_secs(1)).await;
+        let now_ms = recorder.now_ms();
+        let mut table = rows.lock().expect("rows");
+        for _ in 0..arrivals_per_sec {
+            table.insert(now_ms);
+        }
+        inserted.fetch_add(u64::from(arrivals_per_sec), Ordering::Relaxed);
+    }
+}

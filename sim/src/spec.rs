@@ -1,0 +1,280 @@
+//! What one simulation run is: the seed, the world's shape, and the fault plan.
+//!
+//! A [`RunSpec`] is plain data with serde, so a failing run can be printed,
+//! pasted back into `sim replay`, and saved as a scenario.
+
+use serde::{Deserialize, Serialize};
+use retention_worker::WorkerConfig;
+
+/// Everything that determines one run. Same spec, same history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunSpec {
+    /// Drives madsim's scheduler and network and every draw of the run.
+    pub seed: u64,
+    /// Worker replicas, 1-5.
+    pub replicas: u32,
+    /// Simulated time at which every replica is stopped.
+    pub duration_ms: u64,
+    /// Rows older than the first term's cutoff at the start (the backlog).
+    pub backlog_rows: u32,
+    /// Rows spread over the minute after the first cutoff, so that they
+    /// become eligible while the run goes on.
+    pub boundary_rows: u32,
+    /// New rows written every second during the run.
+    pub arrivals_per_sec: u32,
+    /// How long a client waits for any reply before it reports a timeout.
+    pub rpc_timeout_ms: u64,
+    /// The worker's configuration, shared by every replica.
+    pub worker: WorkerSpec,
+    /// Faults; all off by default.
+    pub faults: FaultConfig,
+    /// Timed events: pauses, crashes, stops.
+    pub events: Vec<FaultEvent>,
+}
+
+impl Default for RunSpec {
+    fn default() -> Self {
+        Self {
+            seed: 1,
+            replicas: 3,
+            duration_ms: 60_000,
+            backlog_rows: 5_000,
+            boundary_rows: 300,
+            arrivals_per_sec: 5,
+            rpc_timeout_ms: 2_500,
+            worker: WorkerSpec::default(),
+            faults: FaultConfig::default(),
+            events: Vec::new(),
+        }
+    }
+}
+
+/// The worker settings a run may change; the rest keep
+/// [`WorkerConfig::default`]. Times are short so runs stay cheap.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkerSpec {
+    /// See [`WorkerConfig::batch_size`]. Default 200.
+    pub batch_size: u32,
+    /// See [`WorkerConfig::term_row_cap`]. Default 1,000.
+    pub term_row_cap: u32,
+    /// See [`WorkerConfig::retention_ms`]. Default 1 hour.
+    pub retention_ms: u64,
+    /// The lease service's TTL. Default 3 s.
+    pub lease_ttl_ms: u64,
+    /// See [`WorkerConfig::renew_interval_ms`]. Default 1 s.
+    pub renew_interval_ms: u64,
+    /// See [`WorkerConfig::expiry_margin_ms`]. Default 300 ms.
+    pub expiry_margin_ms: u64,
+    /// See [`WorkerConfig::term_interval_ms`]. Default 4 s.
+    pub term_interval_ms: u64,
+    /// See [`WorkerConfig::loss_backoff_ms`]. Default 3 s.
+    pub loss_backoff_ms: u64,
+    /// See [`WorkerConfig::term_jitter_ms_max`]. Default 2 s.
+    pub term_jitter_ms_max: u64,
+}
+
+impl Default for WorkerSpec {
+    fn default() -> Self {
+        Self {
+            batch_size: 200,
+            term_row_cap: 1_000,
+            retention_ms: 3_600_000,
+            lease_ttl_ms: 3_000,
+            renew_interval_ms: 1_000,
+            expiry_margin_ms: 300,
+            term_interval_ms: 4_000,
+            loss_backoff_ms: 3_000,
+            term_jitter_ms_max: 2_000,
+        }
+    }
+}
+
+impl WorkerSpec {
+    /// The worker configuration these settings describe.
+    pub fn config(&self) -> WorkerConfig {
+        let mut config = WorkerConfig::default();
+        config.batch_size = self.batch_size;
+        config.term_row_cap = self.term_row_cap;
+        config.retention_ms = self.retention_ms;
+        config.lease_ttl_ms = self.lease_ttl_ms;
+        config.renew_interval_ms = self.renew_interval_ms;
+        config.expiry_margin_ms = self.expiry_margin_ms;
+        config.term_interval_ms = self.term_interval_ms;
+        config.loss_backoff_ms = self.loss_backoff_ms;
+        config.term_jitter_ms_max = self.term_jitter_ms_max;
+        config
+    }
+}
+
+/// Probabilistic faults, drawn per call from the run's seed. Every knob is
+/// off (zero) by default. Probabilities are in per mille.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FaultConfig {
+    /// Extra delay before a request and before its reply, each uniform in
+    /// `0..=latency_ms_max`; on top of madsim's own network jitter.
+    pub latency_ms_max: u64,
+    /// Chance that a renewal's reply is held back long enough to arrive
+    /// after the next renewal tick would have fired.
+    pub renew_reply_delay_permille: u32,
+    /// Chance that any call is refused before the service applies it.
+    pub reject_permille: u32,
+    /// Chance that any call is applied but its reply is lost.
+    pub ambiguous_permille: u32,
+    /// Chance that the lease service revokes the lease on a renewal and
+    /// answers `None`, so another replica may take over.
+    pub null_renew_permille: u32,
+    /// Each replica's clock is skewed by a fixed amount in
+    /// `-clock_skew_ms_max..=clock_skew_ms_max`.
+    pub clock_skew_ms_max: u64,
+}
+
+impl FaultConfig {
+    /// Whether any probabilistic fault is on.
+    pub fn any(&self) -> bool {
+        *self != Self::default()
+    }
+}
+
+/// A fault that happens at a chosen moment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FaultEvent {
+    /// Freeze replica `replica`'s process for `for_ms` (a GC pause).
+    Pause {
+        /// The replica, from 1.
+        replica: u32,
+        /// When the pause starts.
+        at_ms: u64,
+        /// How long it lasts.
+        for_ms: u64,
+    },
+    /// Kill replica `replica`'s process; restart it after `restart_after_ms`.
+    Crash {
+        /// The replica, from 1.
+        replica: u32,
+        /// When it dies.
+        at_ms: u64,
+        /// When it comes back, counted from the crash.
+        restart_after_ms: u64,
+    },
+    /// `callers` tasks call `stop()` on replica `replica` at `at_ms`.
+    Stop {
+        /// The replica, from 1.
+        replica: u32,
+        /// When the callers call.
+        at_ms: u64,
+        /// How many concurrent callers, 1 or more.
+        callers: u32,
+    },
+    /// `callers` tasks call `stop()` the moment replica `replica` issues its
+    /// `nth` call of `op`, so that stop races that call in flight.
+    StopDuring {
+        /// The replica, from 1.
+        replica: u32,
+        /// The operation whose call triggers the stop.
+        op: OpKind,
+        /// Which call of that operation, from 1.
+        nth: u32,
+        /// How many concurrent callers, 1 or more.
+        callers: u32,
+    },
+}
+
+impl FaultEvent {
+    /// The replica the event targets.
+    pub fn replica(&self) -> u32 {
+        match self {
+            Self::Pause { replica, .. }
+            | Self::Crash { replica, .. }
+            | Self::Stop { replica, .. }
+            | Self::StopDuring { replica, .. } => *replica,
+        }
+    }
+}
+
+/// The four dependency operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpKind {
+    /// `acquire(owner)`.
+    Acquire,
+    /// `renew(lease)`.
+    Renew,
+    /// `release(lease)`.
+    Release,
+    /// `delete_batch(older_than, limit, token)`.
+    Delete,
+}
+
+impl OpKind {
+    /// The name used in timelines, scenario files and the CLI.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Acquire => "acquire",
+            Self::Renew => "renew",
+            Self::Release => "release",
+            Self::Delete => "delete",
+        }
+    }
+}
+
+/// Why a spec cannot run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecError {
+    /// The offending field, as a path (`events[2].replica`).
+    pub field: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+impl std::fmt::Display for SpecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.problem)
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+impl RunSpec {
+    /// Checks what the world needs beyond the types.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        let fail = |field: String, problem: String| Err(SpecError { field, problem });
+        if !(1..=5).contains(&self.replicas) {
+            return fail("replicas".into(), format!("{} is not in 1..=5", self.replicas));
+        }
+        if let Err(error) = self.worker.config().validate() {
+            return fail(format!("worker.{}", error.field), format!("{} {}", error.value, error.rule));
+        }
+        let permille = [
+            ("renew_reply_delay_permille", self.faults.renew_reply_delay_permille),
+            ("reject_permille", self.faults.reject_permille),
+            ("ambiguous_permille", self.faults.ambiguous_permille),
+            ("null_renew_permille", self.faults.null_renew_permille),
+        ];
+        for (name, value) in permille {
+            if value > 1_000 {
+                return fail(format!("faults.{name}"), format!("{value} is above 1000 per mille"));
+            }
+        }
+        if self.rpc_timeout_ms == 0 {
+            return fail("rpc_timeout_ms".into(), "must be > 0".into());
+        }
+        for (index, event) in self.events.iter().enumerate() {
+            if !(1..=self.replicas).contains(&event.replica()) {
+                let problem = format!("replica {} does not exist (1..={})", event.replica(), self.replicas);
+                return fail(format!("events[{index}].replica"), problem);
+            }
+            let callers = match event {
+                FaultEvent::Stop { callers, .. } | FaultEvent::StopDuring { callers, .. } => *callers,
+                _ => 1,
+            };
+            if callers == 0 {
+                return fail(format!("events[{index}].callers"), "must be at least 1".into());
+            }
+        }
+        Ok(())
+    }
+}
