@@ -37,11 +37,6 @@ impl Recorder {
         self.events.lock().expect("recorder lock").push(event);
     }
 
-    /// Whether any event so far matches `pred`, counting matches.
-    pub fn count(&self, pred: impl Fn(&Event) -> bool) -> usize {
-        self.events.lock().expect("recorder lock").iter().filter(|e| pred(e)).count()
-    }
-
     pub fn take(&self) -> Vec<Event> {
         std::mem::take(&mut *self.events.lock().expect("recorder lock"))
     }

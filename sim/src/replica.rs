@@ -3,11 +3,13 @@
 //! replica process that serves terms.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use madsim::net::Endpoint;
+use madsim::runtime::Handle;
+use madsim::task::NodeId;
 use madsim::net::rpc::Request;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -43,7 +45,14 @@ pub(crate) struct ReplicaCtx {
     /// (op, nth call, callers): stop the replica when that call is issued.
     pub stop_triggers: Vec<(OpKind, u32, u32)>,
     pub worker: Mutex<Option<Arc<SimWorker>>>,
+    /// The replica's node, so that stop callers run (and pause, and die)
+    /// with the process they stop.
+    pub node: Mutex<Option<NodeId>>,
+    /// False between a crash and the restart.
+    pub alive: AtomicBool,
     pub stop_callers: AtomicU32,
+    /// Stop calls spawned and not yet resolved.
+    pub stops_pending: AtomicU32,
 }
 
 impl ReplicaCtx {
@@ -57,18 +66,29 @@ impl ReplicaCtx {
     }
 
     /// Starts `callers` concurrent `stop()` calls on this replica's current
-    /// worker, as tasks of the node that runs this code.
+    /// worker, as tasks of the replica's node.
     pub fn spawn_stops(self: &Arc<Self>, callers: u32) {
         let Some(worker) = self.worker.lock().expect("worker slot").clone() else {
             return;
         };
+        if !self.alive.load(Ordering::Relaxed) {
+            return;
+        }
+        // A fresh handle: one taken before a restart spawns into the dead
+        // incarnation, whose tasks never run.
+        let id = self.node.lock().expect("node slot").expect("set at start");
+        let node = Handle::current().get_node(id).expect("the node exists");
         for _ in 0..callers {
             let caller = self.stop_callers.fetch_add(1, Ordering::Relaxed) + 1;
-            self.record(EventKind::StopCalled { caller });
+            self.stops_pending.fetch_add(1, Ordering::Relaxed);
             let (ctx, worker) = (self.clone(), worker.clone());
-            madsim::task::spawn(async move {
+            node.spawn(async move {
+                // Recorded when the call really starts: on a paused node
+                // that is only after the resume.
+                ctx.record(EventKind::StopCalled { caller });
                 worker.stop().await;
                 ctx.record(EventKind::StopResolved { caller });
+                ctx.stops_pending.fetch_sub(1, Ordering::Relaxed);
             });
         }
     }

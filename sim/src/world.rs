@@ -2,7 +2,7 @@
 //! its fault plan, and returns the recorded history.
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -98,9 +98,13 @@ async fn simulate(spec: RunSpec) -> History {
             calls_by_op: Mutex::default(),
             stop_triggers,
             worker: Mutex::new(None),
+            node: Mutex::new(None),
+            alive: AtomicBool::new(true),
             stop_callers: AtomicU32::new(0),
+            stops_pending: AtomicU32::new(0),
         });
         let node = start_replica(&handle, &ctx, clock.skewed(skew_ms), &spec, plan_rng.r#gen());
+        *ctx.node.lock().expect("node slot") = Some(node.id());
         replicas.push(Replica { ctx, node });
     }
 
@@ -125,10 +129,9 @@ async fn simulate(spec: RunSpec) -> History {
 
     madsim::time::sleep(Duration::from_millis(spec.duration_ms)).await;
     for replica in replicas.iter() {
-        let ctx = replica.ctx.clone();
-        replica.node.spawn(async move { ctx.spawn_stops(1) });
+        replica.ctx.spawn_stops(1);
     }
-    settle_stops(&recorder, header.stop_bound_ms).await;
+    settle_stops(&replicas, &recorder, header.stop_bound_ms).await;
 
     let end_ms = recorder.now_ms();
     let grace_ms = spec.worker.term_interval_ms
@@ -231,29 +234,34 @@ async fn inject(handle: &Handle, replicas: &[Replica], recorder: &Recorder, even
         FaultEvent::Crash { at_ms, restart_after_ms, .. } => {
             sleep_until(at_ms).await;
             recorder.record(actor, term(), EventKind::Crashed);
+            replica.ctx.alive.store(false, Ordering::Relaxed);
+            replica.ctx.stops_pending.store(0, Ordering::Relaxed);
             handle.kill(replica.node.id());
             madsim::time::sleep(Duration::from_millis(restart_after_ms)).await;
             recorder.record(actor, term(), EventKind::Restarted);
+            replica.ctx.alive.store(true, Ordering::Relaxed);
+            replica.ctx.stops_pending.store(0, Ordering::Relaxed);
             handle.restart(replica.node.id());
         }
         FaultEvent::Stop { at_ms, callers, .. } => {
             sleep_until(at_ms).await;
-            let ctx = replica.ctx.clone();
-            replica.node.spawn(async move { ctx.spawn_stops(callers) });
+            replica.ctx.spawn_stops(callers);
         }
         FaultEvent::StopDuring { .. } => {}
     }
 }
 
-/// Waits until every `stop()` called so far has resolved, or the bound.
-async fn settle_stops(recorder: &Recorder, bound_ms: u64) {
+/// Waits until every `stop()` spawned so far has resolved, or the bound.
+async fn settle_stops(replicas: &[Replica], recorder: &Recorder, bound_ms: u64) {
     let deadline_ms = recorder.now_ms() + i64::try_from(bound_ms).unwrap_or(i64::MAX);
-    loop {
-        let called = recorder.count(|e| matches!(e.kind, EventKind::StopCalled { .. }));
-        let resolved = recorder.count(|e| matches!(e.kind, EventKind::StopResolved { .. }));
-        if resolved >= called || recorder.now_ms() >= deadline_ms {
-            return;
-        }
+    let pending = || {
+        replicas
+            .iter()
+            .filter(|r| r.ctx.alive.load(Ordering::Relaxed))
+            .map(|r| r.ctx.stops_pending.load(Ordering::Relaxed))
+            .sum::<u32>()
+    };
+    while pending() > 0 && recorder.now_ms() < deadline_ms {
         madsim::time::sleep(Duration::from_millis(10)).await;
     }
 }

@@ -73,7 +73,8 @@ impl Walker<'_> {
                 self.now.stops.insert(*caller, (seq, event.at_ms));
             }
             EventKind::StopResolved { caller } => self.on_stop_resolved(seq, event.at_ms, *caller),
-            EventKind::Crashed => self.now = Incarnation::default(),
+            // A restart kills whatever still ran, even without a crash first.
+            EventKind::Crashed | EventKind::Restarted => self.now = Incarnation::default(),
             _ => {}
         }
     }
