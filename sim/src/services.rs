@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use retention_worker::Lease;
 use retention_worker::memory::{LeaseTable, RecordTable};
@@ -158,34 +160,21 @@ pub(crate) async fn database(
     recorder: Arc<Recorder>,
     arrivals_per_sec: u32,
     inserted: Arc<AtomicU64>,
+    batch_ms: std::ops::RangeInclusive<u64>,
+    work_seed: u64,
 ) {
     let endpoint = Endpoint::bind(addr(DB_ADDR)).await.expect("bind the database");
     let (t, r) = (rows.clone(), recorder.clone());
+    let mut work = ChaCha8Rng::seed_from_u64(work_seed);
     endpoint.add_rpc_handler(move |req: DeleteReq| {
-        let now_ms = r.now_ms();
-        let call = req.caller.call;
-        // One critical section: the fence check and the delete are atomic.
-        let fence = leases.lock().expect("lease table").check_fence(req.token, now_ms);
-        let answer = match fence {
-            Ok(()) => {
-                let deleted = t.lock().expect("rows").delete_older_than(req.older_than_ms, req.limit);
-                let rows: Vec<RowRec> = deleted
-                    .iter()
-                    .map(|row| RowRec { id: row.id, created_at_ms: row.created_at_ms })
-                    .collect();
-                let count = rows.len() as u64;
-                let kind = EventKind::Deleted { call, token: req.token, older_than_ms: req.older_than_ms, rows };
-                r.record(Actor::Db, req.caller.term, kind);
-                Ok(count)
-            }
-            Err(rejection) => {
-                let reason = rejection.to_string();
-                let kind = EventKind::Fenced { call, token: req.token, reason: reason.clone() };
-                r.record(Actor::Db, req.caller.term, kind);
-                Err(reason)
-            }
-        };
-        async move { answer }
+        let work_ms = work.gen_range(batch_ms.clone());
+        let (leases, rows, recorder) = (leases.clone(), t.clone(), r.clone());
+        async move {
+            // The batch takes time; it commits, fence check and delete in
+            // one step, at the end.
+            madsim::time::sleep(std::time::Duration::from_millis(work_ms)).await;
+            apply_delete(&req, &leases, &rows, &recorder)
+        }
     });
     loop {
         madsim::time::sleep(std::time::Duration::from_secs(1)).await;
@@ -196,4 +185,30 @@ pub(crate) async fn database(
         }
         inserted.fetch_add(u64::from(arrivals_per_sec), Ordering::Relaxed);
     }
+}
+
+/// FEN-2 and the delete, atomically: nothing else runs in between.
+fn apply_delete(
+    req: &DeleteReq,
+    leases: &Mutex<LeaseTable>,
+    rows: &Mutex<RecordTable>,
+    recorder: &Recorder,
+) -> Result<u64, String> {
+    let (call, term) = (req.caller.call, req.caller.term);
+    let fence = leases.lock().expect("lease table").check_fence(req.token, recorder.now_ms());
+    if let Err(rejection) = fence {
+        let reason = rejection.to_string();
+        let kind = EventKind::Fenced { call, token: req.token, reason: reason.clone() };
+        recorder.record(Actor::Db, term, kind);
+        return Err(reason);
+    }
+    let deleted = rows.lock().expect("rows").delete_older_than(req.older_than_ms, req.limit);
+    let rows: Vec<RowRec> = deleted
+        .iter()
+        .map(|row| RowRec { id: row.id, created_at_ms: row.created_at_ms })
+        .collect();
+    let count = rows.len() as u64;
+    let kind = EventKind::Deleted { call, token: req.token, older_than_ms: req.older_than_ms, rows };
+    recorder.record(Actor::Db, term, kind);
+    Ok(count)
 }

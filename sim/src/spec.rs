@@ -25,6 +25,11 @@ pub struct RunSpec {
     pub arrivals_per_sec: u32,
     /// How long a client waits for any reply before it reports a timeout.
     pub rpc_timeout_ms: u64,
+    /// The database spends a time uniform in `db_batch_ms_min..=db_batch_ms_max`
+    /// on each delete before it commits it.
+    pub db_batch_ms_min: u64,
+    /// See `db_batch_ms_min`.
+    pub db_batch_ms_max: u64,
     /// The worker's configuration, shared by every replica.
     pub worker: WorkerSpec,
     /// Faults; all off by default.
@@ -43,6 +48,8 @@ impl Default for RunSpec {
             boundary_rows: 300,
             arrivals_per_sec: 5,
             rpc_timeout_ms: 2_500,
+            db_batch_ms_min: 50,
+            db_batch_ms_max: 400,
             worker: WorkerSpec::default(),
             faults: FaultConfig::default(),
             events: Vec::new(),
@@ -258,6 +265,10 @@ impl RunSpec {
             if value > 1_000 {
                 return fail(format!("faults.{name}"), format!("{value} is above 1000 per mille"));
             }
+        }
+        if self.db_batch_ms_min > self.db_batch_ms_max {
+            let problem = format!("{} is above db_batch_ms_max {}", self.db_batch_ms_min, self.db_batch_ms_max);
+            return fail("db_batch_ms_min".into(), problem);
         }
         if self.rpc_timeout_ms == 0 {
             return fail("rpc_timeout_ms".into(), "must be > 0".into());

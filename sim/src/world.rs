@@ -185,11 +185,16 @@ fn start_services(
         .build();
     let (table, rows, log) = (leases.clone(), rows.clone(), recorder.clone());
     let (arrivals, inserted) = (spec.arrivals_per_sec, inserted.clone());
+    let batch_ms = spec.db_batch_ms_min..=spec.db_batch_ms_max;
+    let work_seed = spec.seed ^ 0xDB;
     let db_node = handle
         .create_node()
         .name("db")
         .ip(ip(0, 2))
-        .init(move || database(table.clone(), rows.clone(), log.clone(), arrivals, inserted.clone()))
+        .init(move || {
+            let (table, rows, log, inserted) = (table.clone(), rows.clone(), log.clone(), inserted.clone());
+            database(table, rows, log, arrivals, inserted, batch_ms.clone(), work_seed)
+        })
         .build();
     vec![lease_node, db_node]
 }
