@@ -64,7 +64,10 @@ pub fn spec_for(config: &ExploreConfig, seed: u64) -> RunSpec {
     if config.swarm {
         swarm(seed, config.replicas)
     } else {
-        RunSpec { seed, ..config.base.clone() }
+        RunSpec {
+            seed,
+            ..config.base.clone()
+        }
     }
 }
 
@@ -107,9 +110,15 @@ fn record(summary: &Mutex<ExploreSummary>, spec: &RunSpec, verdict: &crate::Verd
     summary.failed_runs += 1;
     for violation in &verdict.violations {
         summary.violations += 1;
-        *summary.violations_by_clause.entry(violation.clause.to_owned()).or_default() += 1;
+        *summary
+            .violations_by_clause
+            .entry(violation.clause.to_owned())
+            .or_default() += 1;
     }
-    let earlier = summary.first_failure.as_ref().is_none_or(|(first, _)| spec.seed < first.seed);
+    let earlier = summary
+        .first_failure
+        .as_ref()
+        .is_none_or(|(first, _)| spec.seed < first.seed);
     if earlier {
         summary.first_failure = Some((spec.clone(), replay_command(spec)));
     }

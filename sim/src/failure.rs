@@ -23,14 +23,18 @@ pub fn replay_token(spec: &RunSpec) -> String {
 
 /// The exact command that replays `spec`.
 pub fn replay_command(spec: &RunSpec) -> String {
-    format!("cargo run --release -p sim -- replay '{}'", replay_token(spec))
+    format!(
+        "cargo run --release -p sim -- replay '{}'",
+        replay_token(spec)
+    )
 }
 
 /// Reads a replay token back; errors name the field and column.
 pub fn parse_token(token: &str) -> Result<RunSpec, String> {
-    let spec: RunSpec = serde_json::from_str(token.trim())
+    let spec: RunSpec =
+        serde_json::from_str(token.trim()).map_err(|error| format!("replay token: {error}"))?;
+    spec.validate()
         .map_err(|error| format!("replay token: {error}"))?;
-    spec.validate().map_err(|error| format!("replay token: {error}"))?;
     Ok(spec)
 }
 
@@ -66,11 +70,17 @@ pub fn format_failure(spec: &RunSpec, history: &History, verdict: &Verdict) -> S
         verdict.violations.len()
     );
     for violation in verdict.violations.iter().take(SHOWN_VIOLATIONS) {
-        out.push_str(&format!("\n{} (seed {}): {}\n", violation.clause, spec.seed, violation.message));
+        out.push_str(&format!(
+            "\n{} (seed {}): {}\n",
+            violation.clause, spec.seed, violation.message
+        ));
         out.push_str(&excerpt(history, &violation.events));
     }
     if verdict.violations.len() > SHOWN_VIOLATIONS {
-        out.push_str(&format!("\n... and {} more\n", verdict.violations.len() - SHOWN_VIOLATIONS));
+        out.push_str(&format!(
+            "\n... and {} more\n",
+            verdict.violations.len() - SHOWN_VIOLATIONS
+        ));
     }
     out.push_str(&format!("\nreplay: {}\n", replay_command(spec)));
     out

@@ -283,8 +283,13 @@ impl History {
 
     /// Reads what [`History::to_jsonl`] wrote, naming the line of any error.
     pub fn from_jsonl(text: &str) -> Result<Self, String> {
-        let mut lines = text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty());
-        let (_, first) = lines.next().ok_or("line 1: empty history, expected a header")?;
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .filter(|(_, line)| !line.trim().is_empty());
+        let (_, first) = lines
+            .next()
+            .ok_or("line 1: empty history, expected a header")?;
         let header = serde_json::from_str(first).map_err(|e| format!("line 1: header: {e}"))?;
         let events = lines
             .map(|(index, line)| {
@@ -315,7 +320,11 @@ impl History {
             Actor::Db => "db".into(),
             Actor::World => "world".into(),
         };
-        let term = if event.term == 0 { "-".into() } else { event.term.to_string() };
+        let term = if event.term == 0 {
+            "-".into()
+        } else {
+            event.term.to_string()
+        };
         let token = token.map_or("-".into(), |t| format!("#{t}"));
         let mut line = String::new();
         let _ = write!(
@@ -329,11 +338,13 @@ impl History {
 
 /// The timeline's header line: sequence number, simulated time (ms), actor,
 /// the replica's term, the event, the fencing token it carries, and details.
-pub const TIMELINE_COLUMNS: &str =
-    "  seq  time_ms actor term event           token  detail";
+pub const TIMELINE_COLUMNS: &str = "  seq  time_ms actor term event           token  detail";
 
 fn lease_text(lease: &LeaseRec) -> String {
-    format!("{}#{} exp {}", lease.owner, lease.token, lease.expires_at_ms)
+    format!(
+        "{}#{} exp {}",
+        lease.owner, lease.token, lease.expires_at_ms
+    )
 }
 
 fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
@@ -343,10 +354,16 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
             let name = format!("> {}", invocation.kind().name());
             match invocation {
                 Invocation::Acquire => (name, None, format!("call {call}")),
-                Invocation::Renew { lease } | Invocation::Release { lease } => {
-                    (name, Some(lease.token), format!("call {call} {}", lease_text(lease)))
-                }
-                Invocation::Delete { older_than_ms, limit, token } => (
+                Invocation::Renew { lease } | Invocation::Release { lease } => (
+                    name,
+                    Some(lease.token),
+                    format!("call {call} {}", lease_text(lease)),
+                ),
+                Invocation::Delete {
+                    older_than_ms,
+                    limit,
+                    token,
+                } => (
                     name,
                     Some(*token),
                     format!("call {call} older_than {older_than_ms} limit {limit}"),
@@ -356,9 +373,11 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
         K::Return { call, op, outcome } => {
             let name = format!("< {}", op.name());
             match outcome {
-                Outcome::Lease(Some(lease)) => {
-                    (name, Some(lease.token), format!("call {call} {}", lease_text(lease)))
-                }
+                Outcome::Lease(Some(lease)) => (
+                    name,
+                    Some(lease.token),
+                    format!("call {call} {}", lease_text(lease)),
+                ),
                 Outcome::Lease(None) => (name, None, format!("call {call} null")),
                 Outcome::Done => (name, None, format!("call {call} ok")),
                 Outcome::Deleted(n) => (name, None, format!("call {call} deleted {n}")),
@@ -367,22 +386,69 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
                 }
             }
         }
-        K::Granted { call, lease } => ("granted".into(), Some(lease.token), format!("call {call} {}", lease_text(lease))),
+        K::Granted { call, lease } => (
+            "granted".into(),
+            Some(lease.token),
+            format!("call {call} {}", lease_text(lease)),
+        ),
         K::Refused { call, op } => ("refused".into(), None, format!("call {call} {}", op.name())),
-        K::Revoked { call, lease } => ("revoked".into(), Some(lease.token), format!("call {call} {}", lease_text(lease))),
-        K::Released { call, lease, cleared } => {
-            let effect = if *cleared { "cleared" } else { "no-op (not current)" };
-            ("released".into(), Some(lease.token), format!("call {call} {effect}"))
+        K::Revoked { call, lease } => (
+            "revoked".into(),
+            Some(lease.token),
+            format!("call {call} {}", lease_text(lease)),
+        ),
+        K::Released {
+            call,
+            lease,
+            cleared,
+        } => {
+            let effect = if *cleared {
+                "cleared"
+            } else {
+                "no-op (not current)"
+            };
+            (
+                "released".into(),
+                Some(lease.token),
+                format!("call {call} {effect}"),
+            )
         }
-        K::Deleted { call, token, older_than_ms, rows } => {
+        K::Deleted {
+            call,
+            token,
+            older_than_ms,
+            rows,
+        } => {
             let span = match (rows.first(), rows.last()) {
-                (Some(first), Some(last)) => format!(" created {}..{}", first.created_at_ms, last.created_at_ms),
+                (Some(first), Some(last)) => {
+                    format!(" created {}..{}", first.created_at_ms, last.created_at_ms)
+                }
                 _ => String::new(),
             };
-            ("deleted".into(), Some(*token), format!("call {call} {} rows older than {older_than_ms}{span}", rows.len()))
+            (
+                "deleted".into(),
+                Some(*token),
+                format!(
+                    "call {call} {} rows older than {older_than_ms}{span}",
+                    rows.len()
+                ),
+            )
         }
-        K::Fenced { call, token, reason } => ("FENCED".into(), Some(*token), format!("call {call} {reason}")),
-        K::TermEnded { end, rows, batches, release } => (
+        K::Fenced {
+            call,
+            token,
+            reason,
+        } => (
+            "FENCED".into(),
+            Some(*token),
+            format!("call {call} {reason}"),
+        ),
+        K::TermEnded {
+            end,
+            rows,
+            batches,
+            release,
+        } => (
             "term ended".into(),
             None,
             format!("{end}: {rows} rows in {batches} batches, release {release}"),
@@ -393,10 +459,16 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
         K::Resumed => ("resumed".into(), None, String::new()),
         K::Crashed => ("CRASHED".into(), None, String::new()),
         K::Restarted => ("restarted".into(), None, String::new()),
-        K::Final { rows_left, rows_inserted, stale_rows_left } => (
+        K::Final {
+            rows_left,
+            rows_inserted,
+            stale_rows_left,
+        } => (
             "final".into(),
             None,
-            format!("{rows_left} rows left ({rows_inserted} written during the run, {stale_rows_left} stale)"),
+            format!(
+                "{rows_left} rows left ({rows_inserted} written during the run, {stale_rows_left} stale)"
+            ),
         ),
     }
 }

@@ -41,12 +41,12 @@ mod world;
 
 pub use checker::{CLAUSES, Verdict, Violation, check};
 pub use clock::SimClock;
+pub use explore::{ExploreConfig, ExploreSummary, explore, spec_for};
+pub use failure::{excerpt, format_failure, parse_token, replay_command, replay_token};
 pub use history::{
     Actor, Event, EventKind, Header, History, Invocation, LeaseRec, Outcome, RowRec,
     TIMELINE_COLUMNS,
 };
 pub use spec::{FaultConfig, FaultEvent, OpKind, RunSpec, SpecError, WorkerSpec};
-pub use explore::{ExploreConfig, ExploreSummary, explore, spec_for};
-pub use failure::{excerpt, format_failure, parse_token, replay_command, replay_token};
 pub use swarm::swarm;
-pub use world::run;
+pub use world::{run, run_in_current_runtime};

@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use madsim::net::Endpoint;
+use madsim::net::rpc::Request;
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
-use madsim::net::rpc::Request;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use retention_worker::{
@@ -120,9 +120,16 @@ impl ReplicaCtx {
         if late_renewal {
             // Past the next renewal tick: an overlapping worker would have
             // issued another renewal meanwhile.
-            reply_delay_ms += self.renew_interval_ms + rng.gen_range(0..=self.renew_interval_ms / 2);
+            reply_delay_ms +=
+                self.renew_interval_ms + rng.gen_range(0..=self.renew_interval_ms / 2);
         }
-        CallFaults { request_delay_ms, reply_delay_ms, reject, ambiguous, revoke }
+        CallFaults {
+            request_delay_ms,
+            reply_delay_ms,
+            reject,
+            ambiguous,
+            revoke,
+        }
     }
 }
 
@@ -160,7 +167,11 @@ impl SimPort {
         ctx.record(EventKind::Invoke { call, invocation });
         self.fire_stop_triggers(op);
         let faults = ctx.draw(op);
-        let caller = Caller { call, replica: ctx.replica, term: ctx.term.load(Ordering::Relaxed) };
+        let caller = Caller {
+            call,
+            replica: ctx.replica,
+            term: ctx.term.load(Ordering::Relaxed),
+        };
         let request = request(caller, faults.revoke);
         let exchange = async {
             sleep_ms(faults.request_delay_ms).await;
@@ -181,13 +192,20 @@ impl SimPort {
         let timeout = Duration::from_millis(ctx.rpc_timeout_ms);
         let result = match madsim::time::timeout(timeout, exchange).await {
             Ok(result) => result,
-            Err(_) => Err(CallError::ambiguous(format!("no reply within {} ms", ctx.rpc_timeout_ms))),
+            Err(_) => Err(CallError::ambiguous(format!(
+                "no reply within {} ms",
+                ctx.rpc_timeout_ms
+            ))),
         };
         let recorded = match &result {
             Ok(answer) => outcome(answer),
             Err(error) => failed(error),
         };
-        ctx.record(EventKind::Return { call, op, outcome: recorded });
+        ctx.record(EventKind::Return {
+            call,
+            op,
+            outcome: recorded,
+        });
         result
     }
 
@@ -214,7 +232,10 @@ fn failed(error: &CallError) -> Outcome {
         retention_worker::CallErrorKind::Fenced => "fenced",
         _ => "protocol",
     };
-    Outcome::Failed { kind: kind.into(), detail: error.detail.clone() }
+    Outcome::Failed {
+        kind: kind.into(),
+        detail: error.detail.clone(),
+    }
 }
 
 async fn sleep_ms(ms: u64) {
@@ -231,48 +252,94 @@ impl LeaseService for SimPort {
     async fn acquire(&self, owner_id: &str) -> Result<Option<Lease>, CallError> {
         let owner = owner_id.to_owned();
         let request = |caller, _| AcquireReq { caller, owner };
-        let answer = self.call(Invocation::Acquire, LEASE_ADDR, request, lease_outcome).await?;
+        let answer = self
+            .call(Invocation::Acquire, LEASE_ADDR, request, lease_outcome)
+            .await?;
         Ok(answer.as_ref().map(from_rec))
     }
 
     async fn renew(&self, lease: &Lease) -> Result<Option<Lease>, CallError> {
         let lease = to_rec(lease);
-        let invocation = Invocation::Renew { lease: lease.clone() };
-        let request = |caller, revoke| RenewReq { caller, lease, revoke };
-        let answer = self.call(invocation, LEASE_ADDR, request, lease_outcome).await?;
+        let invocation = Invocation::Renew {
+            lease: lease.clone(),
+        };
+        let request = |caller, revoke| RenewReq {
+            caller,
+            lease,
+            revoke,
+        };
+        let answer = self
+            .call(invocation, LEASE_ADDR, request, lease_outcome)
+            .await?;
         Ok(answer.as_ref().map(from_rec))
     }
 
     async fn release(&self, lease: &Lease) -> Result<(), CallError> {
         let lease = to_rec(lease);
-        let invocation = Invocation::Release { lease: lease.clone() };
+        let invocation = Invocation::Release {
+            lease: lease.clone(),
+        };
         let request = |caller, _| ReleaseReq { caller, lease };
-        self.call(invocation, LEASE_ADDR, request, |_| Outcome::Done).await
+        self.call(invocation, LEASE_ADDR, request, |_| Outcome::Done)
+            .await
     }
 }
 
 impl RecordsRepository for SimPort {
-    async fn delete_batch(&self, older_than_ms: i64, limit: u32, token: u64) -> Result<u64, CallError> {
-        let invocation = Invocation::Delete { older_than_ms, limit, token };
-        let request = |caller, _| DeleteReq { caller, older_than_ms, limit, token };
+    async fn delete_batch(
+        &self,
+        older_than_ms: i64,
+        limit: u32,
+        token: u64,
+    ) -> Result<u64, CallError> {
+        let invocation = Invocation::Delete {
+            older_than_ms,
+            limit,
+            token,
+        };
+        let request = |caller, _| DeleteReq {
+            caller,
+            older_than_ms,
+            limit,
+            token,
+        };
         let outcome = |answer: &Result<u64, String>| match answer {
             Ok(rows) => Outcome::Deleted(*rows),
-            Err(reason) => Outcome::Failed { kind: "fenced".into(), detail: reason.clone() },
+            Err(reason) => Outcome::Failed {
+                kind: "fenced".into(),
+                detail: reason.clone(),
+            },
         };
-        self.call(invocation, DB_ADDR, request, outcome).await?.map_err(CallError::fenced)
+        self.call(invocation, DB_ADDR, request, outcome)
+            .await?
+            .map_err(CallError::fenced)
     }
 }
 
 /// A replica process: a fresh worker serving terms until stopped. It then
 /// idles, so that stop callers still running on this node can finish.
-pub(crate) async fn replica_process(ctx: Arc<ReplicaCtx>, clock: SimClock, config: WorkerConfig, jitter_seed: u64) {
+pub(crate) async fn replica_process(
+    ctx: Arc<ReplicaCtx>,
+    clock: SimClock,
+    config: WorkerConfig,
+    jitter_seed: u64,
+) {
     let endpoint = Arc::new(Endpoint::bind("0.0.0.0:0").await.expect("bind a replica"));
-    let port = SimPort { ctx: ctx.clone(), endpoint };
-    let deps = Dependencies { clock, leases: port.clone(), records: port };
+    let port = SimPort {
+        ctx: ctx.clone(),
+        endpoint,
+    };
+    let deps = Dependencies {
+        clock,
+        leases: port.clone(),
+        records: port,
+    };
     let owner = format!("r{}", ctx.replica);
     let worker = Arc::new(Worker::new(owner, config, deps).expect("a validated spec"));
     *ctx.worker.lock().expect("worker slot") = Some(worker.clone());
     let mut jitter = SeededJitter::new(jitter_seed);
-    let _ = worker.serve(&mut jitter, |report| ctx.record_term_end(report)).await;
+    let _ = worker
+        .serve(&mut jitter, |report| ctx.record_term_end(report))
+        .await;
     std::future::pending::<()>().await;
 }

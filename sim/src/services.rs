@@ -12,9 +12,9 @@ use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 use retention_worker::Lease;
 use retention_worker::memory::{LeaseTable, RecordTable};
+use serde::{Deserialize, Serialize};
 
 use crate::history::{Actor, EventKind, LeaseRec, RowRec};
 use crate::recorder::Recorder;
@@ -103,7 +103,9 @@ pub(crate) fn from_rec(lease: &LeaseRec) -> Lease {
 
 /// The lease service node's main task.
 pub(crate) async fn lease_service(table: Arc<Mutex<LeaseTable>>, recorder: Arc<Recorder>) {
-    let endpoint = Endpoint::bind(addr(LEASE_ADDR)).await.expect("bind the lease service");
+    let endpoint = Endpoint::bind(addr(LEASE_ADDR))
+        .await
+        .expect("bind the lease service");
     let record = move |recorder: &Recorder, caller: Caller, kind| {
         recorder.record(Actor::Lease, caller.term, kind);
     };
@@ -113,10 +115,20 @@ pub(crate) async fn lease_service(table: Arc<Mutex<LeaseTable>>, recorder: Arc<R
         let granted = t.lock().expect("lease table").acquire(&req.owner, now_ms);
         let answer = granted.as_ref().map(to_rec);
         let call = req.caller.call;
-        record(&r, req.caller, match &answer {
-            Some(lease) => EventKind::Granted { call, lease: lease.clone() },
-            None => EventKind::Refused { call, op: OpKind::Acquire },
-        });
+        record(
+            &r,
+            req.caller,
+            match &answer {
+                Some(lease) => EventKind::Granted {
+                    call,
+                    lease: lease.clone(),
+                },
+                None => EventKind::Refused {
+                    call,
+                    op: OpKind::Acquire,
+                },
+            },
+        );
         async move { answer }
     });
     let (t, r) = (table.clone(), recorder.clone());
@@ -128,26 +140,61 @@ pub(crate) async fn lease_service(table: Arc<Mutex<LeaseTable>>, recorder: Arc<R
         let answer = if req.revoke {
             if table.holder(now_ms) == Some(&lease) {
                 table.release(&lease);
-                record(&r, req.caller, EventKind::Revoked { call, lease: req.lease.clone() });
+                record(
+                    &r,
+                    req.caller,
+                    EventKind::Revoked {
+                        call,
+                        lease: req.lease.clone(),
+                    },
+                );
             } else {
-                record(&r, req.caller, EventKind::Refused { call, op: OpKind::Renew });
+                record(
+                    &r,
+                    req.caller,
+                    EventKind::Refused {
+                        call,
+                        op: OpKind::Renew,
+                    },
+                );
             }
             None
         } else {
             let renewed = table.renew(&lease, now_ms).as_ref().map(to_rec);
-            record(&r, req.caller, match &renewed {
-                Some(lease) => EventKind::Granted { call, lease: lease.clone() },
-                None => EventKind::Refused { call, op: OpKind::Renew },
-            });
+            record(
+                &r,
+                req.caller,
+                match &renewed {
+                    Some(lease) => EventKind::Granted {
+                        call,
+                        lease: lease.clone(),
+                    },
+                    None => EventKind::Refused {
+                        call,
+                        op: OpKind::Renew,
+                    },
+                },
+            );
             renewed
         };
         async move { answer }
     });
     let (t, r) = (table, recorder);
     endpoint.add_rpc_handler(move |req: ReleaseReq| {
-        let cleared = t.lock().expect("lease table").release(&from_rec(&req.lease));
+        let cleared = t
+            .lock()
+            .expect("lease table")
+            .release(&from_rec(&req.lease));
         let call = req.caller.call;
-        record(&r, req.caller, EventKind::Released { call, lease: req.lease.clone(), cleared });
+        record(
+            &r,
+            req.caller,
+            EventKind::Released {
+                call,
+                lease: req.lease.clone(),
+                cleared,
+            },
+        );
         async move {}
     });
     std::future::pending::<()>().await;
@@ -163,7 +210,9 @@ pub(crate) async fn database(
     batch_ms: std::ops::RangeInclusive<u64>,
     work_seed: u64,
 ) {
-    let endpoint = Endpoint::bind(addr(DB_ADDR)).await.expect("bind the database");
+    let endpoint = Endpoint::bind(addr(DB_ADDR))
+        .await
+        .expect("bind the database");
     let (t, r) = (rows.clone(), recorder.clone());
     let mut work = ChaCha8Rng::seed_from_u64(work_seed);
     endpoint.add_rpc_handler(move |req: DeleteReq| {
@@ -195,20 +244,38 @@ fn apply_delete(
     recorder: &Recorder,
 ) -> Result<u64, String> {
     let (call, term) = (req.caller.call, req.caller.term);
-    let fence = leases.lock().expect("lease table").check_fence(req.token, recorder.now_ms());
+    let fence = leases
+        .lock()
+        .expect("lease table")
+        .check_fence(req.token, recorder.now_ms());
     if let Err(rejection) = fence {
         let reason = rejection.to_string();
-        let kind = EventKind::Fenced { call, token: req.token, reason: reason.clone() };
+        let kind = EventKind::Fenced {
+            call,
+            token: req.token,
+            reason: reason.clone(),
+        };
         recorder.record(Actor::Db, term, kind);
         return Err(reason);
     }
-    let deleted = rows.lock().expect("rows").delete_older_than(req.older_than_ms, req.limit);
+    let deleted = rows
+        .lock()
+        .expect("rows")
+        .delete_older_than(req.older_than_ms, req.limit);
     let rows: Vec<RowRec> = deleted
         .iter()
-        .map(|row| RowRec { id: row.id, created_at_ms: row.created_at_ms })
+        .map(|row| RowRec {
+            id: row.id,
+            created_at_ms: row.created_at_ms,
+        })
         .collect();
     let count = rows.len() as u64;
-    let kind = EventKind::Deleted { call, token: req.token, older_than_ms: req.older_than_ms, rows };
+    let kind = EventKind::Deleted {
+        call,
+        token: req.token,
+        older_than_ms: req.older_than_ms,
+        rows,
+    };
     recorder.record(Actor::Db, term, kind);
     Ok(count)
 }

@@ -3,8 +3,8 @@
 //! A [`RunSpec`] is plain data with serde, so a failing run can be printed,
 //! pasted back into `sim replay`, and saved as a scenario.
 
-use serde::{Deserialize, Serialize};
 use retention_worker::WorkerConfig;
+use serde::{Deserialize, Serialize};
 
 /// Everything that determines one run. Same spec, same history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -250,24 +250,39 @@ impl RunSpec {
     pub fn validate(&self) -> Result<(), SpecError> {
         let fail = |field: String, problem: String| Err(SpecError { field, problem });
         if !(1..=5).contains(&self.replicas) {
-            return fail("replicas".into(), format!("{} is not in 1..=5", self.replicas));
+            return fail(
+                "replicas".into(),
+                format!("{} is not in 1..=5", self.replicas),
+            );
         }
         if let Err(error) = self.worker.config().validate() {
-            return fail(format!("worker.{}", error.field), format!("{} {}", error.value, error.rule));
+            return fail(
+                format!("worker.{}", error.field),
+                format!("{} {}", error.value, error.rule),
+            );
         }
         let permille = [
-            ("renew_reply_delay_permille", self.faults.renew_reply_delay_permille),
+            (
+                "renew_reply_delay_permille",
+                self.faults.renew_reply_delay_permille,
+            ),
             ("reject_permille", self.faults.reject_permille),
             ("ambiguous_permille", self.faults.ambiguous_permille),
             ("null_renew_permille", self.faults.null_renew_permille),
         ];
         for (name, value) in permille {
             if value > 1_000 {
-                return fail(format!("faults.{name}"), format!("{value} is above 1000 per mille"));
+                return fail(
+                    format!("faults.{name}"),
+                    format!("{value} is above 1000 per mille"),
+                );
             }
         }
         if self.db_batch_ms_min > self.db_batch_ms_max {
-            let problem = format!("{} is above db_batch_ms_max {}", self.db_batch_ms_min, self.db_batch_ms_max);
+            let problem = format!(
+                "{} is above db_batch_ms_max {}",
+                self.db_batch_ms_min, self.db_batch_ms_max
+            );
             return fail("db_batch_ms_min".into(), problem);
         }
         if self.rpc_timeout_ms == 0 {
@@ -275,15 +290,24 @@ impl RunSpec {
         }
         for (index, event) in self.events.iter().enumerate() {
             if !(1..=self.replicas).contains(&event.replica()) {
-                let problem = format!("replica {} does not exist (1..={})", event.replica(), self.replicas);
+                let problem = format!(
+                    "replica {} does not exist (1..={})",
+                    event.replica(),
+                    self.replicas
+                );
                 return fail(format!("events[{index}].replica"), problem);
             }
             let callers = match event {
-                FaultEvent::Stop { callers, .. } | FaultEvent::StopDuring { callers, .. } => *callers,
+                FaultEvent::Stop { callers, .. } | FaultEvent::StopDuring { callers, .. } => {
+                    *callers
+                }
                 _ => 1,
             };
             if callers == 0 {
-                return fail(format!("events[{index}].callers"), "must be at least 1".into());
+                return fail(
+                    format!("events[{index}].callers"),
+                    "must be at least 1".into(),
+                );
             }
         }
         Ok(())

@@ -14,7 +14,10 @@ const SWARM_SALT: u64 = 0x5A5A_C0FF_EE00_0001;
 /// `replicas` fixes the replica count instead of drawing it.
 pub fn swarm(seed: u64, replicas: Option<u32>) -> RunSpec {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ SWARM_SALT);
-    let mut spec = RunSpec { seed, ..RunSpec::default() };
+    let mut spec = RunSpec {
+        seed,
+        ..RunSpec::default()
+    };
     spec.replicas = replicas.unwrap_or_else(|| rng.gen_range(1..=5));
     spec.faults = draw_faults(&mut rng, spec.worker.renew_interval_ms);
     spec.events = draw_events(&mut rng, spec.replicas, spec.duration_ms);
@@ -22,7 +25,13 @@ pub fn swarm(seed: u64, replicas: Option<u32>) -> RunSpec {
 }
 
 fn draw_faults(rng: &mut ChaCha8Rng, renew_interval_ms: u64) -> FaultConfig {
-    let mut knob = |max: u64| if rng.gen_bool(0.5) { rng.gen_range(1..=max) } else { 0 };
+    let mut knob = |max: u64| {
+        if rng.gen_bool(0.5) {
+            rng.gen_range(1..=max)
+        } else {
+            0
+        }
+    };
     let permille = |value: u64| u32::try_from(value).expect("drawn below 1000");
     FaultConfig {
         latency_ms_max: knob(400),
@@ -36,24 +45,47 @@ fn draw_faults(rng: &mut ChaCha8Rng, renew_interval_ms: u64) -> FaultConfig {
 
 fn draw_events(rng: &mut ChaCha8Rng, replicas: u32, duration_ms: u64) -> Vec<FaultEvent> {
     let mut events = Vec::new();
-    let some = |rng: &mut ChaCha8Rng| if rng.gen_bool(0.5) { rng.gen_range(1..=2) } else { 0 };
+    let some = |rng: &mut ChaCha8Rng| {
+        if rng.gen_bool(0.5) {
+            rng.gen_range(1..=2)
+        } else {
+            0
+        }
+    };
     for _ in 0..some(rng) {
         let (replica, at_ms) = (rng.gen_range(1..=replicas), rng.gen_range(0..duration_ms));
-        events.push(FaultEvent::Pause { replica, at_ms, for_ms: rng.gen_range(500..=8_000) });
+        events.push(FaultEvent::Pause {
+            replica,
+            at_ms,
+            for_ms: rng.gen_range(500..=8_000),
+        });
     }
     for _ in 0..some(rng) {
         let (replica, at_ms) = (rng.gen_range(1..=replicas), rng.gen_range(0..duration_ms));
-        events.push(FaultEvent::Crash { replica, at_ms, restart_after_ms: rng.gen_range(100..=5_000) });
+        events.push(FaultEvent::Crash {
+            replica,
+            at_ms,
+            restart_after_ms: rng.gen_range(100..=5_000),
+        });
     }
     for _ in 0..some(rng) {
         let (replica, at_ms) = (rng.gen_range(1..=replicas), rng.gen_range(0..duration_ms));
-        events.push(FaultEvent::Stop { replica, at_ms, callers: rng.gen_range(1..=3) });
+        events.push(FaultEvent::Stop {
+            replica,
+            at_ms,
+            callers: rng.gen_range(1..=3),
+        });
     }
     for _ in 0..some(rng) {
         let ops = [OpKind::Acquire, OpKind::Renew, OpKind::Delete];
         let op = ops[rng.gen_range(0..ops.len())];
         let replica = rng.gen_range(1..=replicas);
-        events.push(FaultEvent::StopDuring { replica, op, nth: rng.gen_range(1..=4), callers: rng.gen_range(1..=3) });
+        events.push(FaultEvent::StopDuring {
+            replica,
+            op,
+            nth: rng.gen_range(1..=4),
+            callers: rng.gen_range(1..=3),
+        });
     }
     events
 }

@@ -26,6 +26,13 @@ pub fn run(spec: &RunSpec) -> Result<History, SpecError> {
     Ok(runtime.block_on(simulate(spec)))
 }
 
+/// Runs `spec` inside the madsim runtime already running this task, for
+/// callers that manage the runtime themselves (madsim's determinism check).
+pub async fn run_in_current_runtime(spec: &RunSpec) -> Result<History, SpecError> {
+    spec.validate()?;
+    Ok(simulate(spec.clone()).await)
+}
+
 /// The longest a `stop()` may take: two calls in flight that run into their
 /// timeout (a delete and a renewal), the release, the longest pause, slack.
 fn stop_bound_ms(spec: &RunSpec) -> u64 {
@@ -74,15 +81,22 @@ async fn simulate(spec: RunSpec) -> History {
     let mut skews_ms = Vec::new();
     let mut replicas = Vec::new();
     for index in 1..=spec.replicas {
-        let skew_ms = if skew_max > 0 { plan_rng.gen_range(-skew_max..=skew_max) } else { 0 };
+        let skew_ms = if skew_max > 0 {
+            plan_rng.gen_range(-skew_max..=skew_max)
+        } else {
+            0
+        };
         skews_ms.push(skew_ms);
         let stop_triggers = spec
             .events
             .iter()
             .filter_map(|event| match event {
-                FaultEvent::StopDuring { replica, op, nth, callers } if *replica == index => {
-                    Some((*op, *nth, *callers))
-                }
+                FaultEvent::StopDuring {
+                    replica,
+                    op,
+                    nth,
+                    callers,
+                } if *replica == index => Some((*op, *nth, *callers)),
                 _ => None,
             })
             .collect();
@@ -103,7 +117,13 @@ async fn simulate(spec: RunSpec) -> History {
             stop_callers: AtomicU32::new(0),
             stops_pending: AtomicU32::new(0),
         });
-        let node = start_replica(&handle, &ctx, clock.skewed(skew_ms), &spec, plan_rng.r#gen());
+        let node = start_replica(
+            &handle,
+            &ctx,
+            clock.skewed(skew_ms),
+            &spec,
+            plan_rng.r#gen(),
+        );
         *ctx.node.lock().expect("node slot") = Some(node.id());
         replicas.push(Replica { ctx, node });
     }
@@ -141,17 +161,31 @@ async fn simulate(spec: RunSpec) -> History {
     let stale_before_ms = end_ms - retention_ms - i64::try_from(grace_ms).unwrap_or(i64::MAX);
     let (rows_left, stale_rows_left) = {
         let rows = rows.lock().expect("rows");
-        (rows.len() as u64, rows.count_older_than(stale_before_ms) as u64)
+        (
+            rows.len() as u64,
+            rows.count_older_than(stale_before_ms) as u64,
+        )
     };
     let rows_inserted = inserted.load(Ordering::Relaxed);
-    recorder.record(Actor::World, 0, EventKind::Final { rows_left, rows_inserted, stale_rows_left });
+    recorder.record(
+        Actor::World,
+        0,
+        EventKind::Final {
+            rows_left,
+            rows_inserted,
+            stale_rows_left,
+        },
+    );
 
     // Free every task before the runtime ends (MADSIM-NOTES, trap 4).
     for node in service_nodes.iter().chain(replicas.iter().map(|r| &r.node)) {
         handle.kill(node.id());
     }
     madsim::time::sleep(Duration::from_millis(1)).await;
-    History { header, events: recorder.take() }
+    History {
+        header,
+        events: recorder.take(),
+    }
 }
 
 /// The backlog lies before the first cutoff; boundary rows straddle it over
@@ -192,14 +226,29 @@ fn start_services(
         .name("db")
         .ip(ip(0, 2))
         .init(move || {
-            let (table, rows, log, inserted) = (table.clone(), rows.clone(), log.clone(), inserted.clone());
-            database(table, rows, log, arrivals, inserted, batch_ms.clone(), work_seed)
+            let (table, rows, log, inserted) =
+                (table.clone(), rows.clone(), log.clone(), inserted.clone());
+            database(
+                table,
+                rows,
+                log,
+                arrivals,
+                inserted,
+                batch_ms.clone(),
+                work_seed,
+            )
         })
         .build();
     vec![lease_node, db_node]
 }
 
-fn start_replica(handle: &Handle, ctx: &Arc<ReplicaCtx>, clock: SimClock, spec: &RunSpec, jitter_seed: u64) -> NodeHandle {
+fn start_replica(
+    handle: &Handle,
+    ctx: &Arc<ReplicaCtx>,
+    clock: SimClock,
+    spec: &RunSpec,
+    jitter_seed: u64,
+) -> NodeHandle {
     let (ctx, config) = (ctx.clone(), spec.worker.config());
     let restarts = Arc::new(AtomicU32::new(0));
     let index = ctx.replica;
@@ -221,7 +270,8 @@ fn ip(subnet: u8, host: u8) -> IpAddr {
 
 async fn inject(handle: &Handle, replicas: &[Replica], recorder: &Recorder, event: FaultEvent) {
     let sleep_until = |at_ms: u64| {
-        let wait_ms = u64::try_from(i64::try_from(at_ms).unwrap_or(i64::MAX) - recorder.now_ms()).unwrap_or(0);
+        let wait_ms = u64::try_from(i64::try_from(at_ms).unwrap_or(i64::MAX) - recorder.now_ms())
+            .unwrap_or(0);
         madsim::time::sleep(Duration::from_millis(wait_ms))
     };
     let replica = &replicas[event.replica() as usize - 1];
@@ -236,7 +286,11 @@ async fn inject(handle: &Handle, replicas: &[Replica], recorder: &Recorder, even
             handle.resume(replica.node.id());
             recorder.record(actor, term(), EventKind::Resumed);
         }
-        FaultEvent::Crash { at_ms, restart_after_ms, .. } => {
+        FaultEvent::Crash {
+            at_ms,
+            restart_after_ms,
+            ..
+        } => {
             sleep_until(at_ms).await;
             recorder.record(actor, term(), EventKind::Crashed);
             replica.ctx.alive.store(false, Ordering::Relaxed);

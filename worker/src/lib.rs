@@ -95,6 +95,7 @@
 //! - `report.rs`: [`TermReport`], [`TermEnd`], [`LossCause`], [`RunError`].
 //! - `state.rs`: the one place the stop flag, the running term and its latest
 //!   lease live.
+//! - `watched.rs`: a value tasks wait on, woken in a fixed order.
 //! - `term.rs`: one term: acquire, the delete loop, the renewal loop, release.
 //! - `worker.rs`: [`Worker`]: `new`, `run`, `stop`, `serve`.
 //! - [`memory`]: in-memory reference models of the lease service and the
@@ -112,6 +113,7 @@ mod ports;
 mod report;
 mod state;
 mod term;
+mod watched;
 mod worker;
 
 pub use config::{ConfigError, MAX_BATCH_SIZE, MAX_TERM_ROW_CAP, WorkerConfig};

@@ -1,10 +1,10 @@
 //! The one place a worker's shared state lives: stop requests, whether a term
 //! runs, and that term's latest lease and loss.
 //!
-//! Everything sits behind a single `watch` channel so that every change wakes
-//! every waiter, and no lock is ever held across an `.await`.
+//! Everything sits in a single [`Watched`] value so that every change wakes
+//! every waiter, in a fixed order, and no lock is held across an `.await`.
 
-use tokio::sync::watch;
+use crate::watched::Watched;
 
 use crate::{Lease, LossCause, RunError};
 
@@ -53,13 +53,13 @@ impl State {
 /// Shared state plus its change notifications.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    tx: watch::Sender<State>,
+    tx: Watched<State>,
 }
 
 impl Shared {
     pub fn new() -> Self {
         Self {
-            tx: watch::Sender::new(State::default()),
+            tx: Watched::new(State::default()),
         }
     }
 
@@ -68,7 +68,7 @@ impl Shared {
     /// concurrent `stop()` either sees the term or prevents it.
     pub fn begin_term(&self) -> Result<(), RunError> {
         let mut outcome = Ok(());
-        self.tx.send_if_modified(|state| {
+        self.tx.modify_if(|state| {
             outcome = if state.stop_requested {
                 Err(RunError::Stopped)
             } else if state.term.is_some() {
@@ -85,7 +85,7 @@ impl Shared {
     /// Marks the service loop as running, under the same rules as a term.
     pub fn begin_serving(&self) -> Result<(), RunError> {
         let mut outcome = Ok(());
-        self.tx.send_if_modified(|state| {
+        self.tx.modify_if(|state| {
             outcome = if state.stop_requested {
                 Err(RunError::Stopped)
             } else if state.serving || state.term.is_some() {
@@ -100,27 +100,27 @@ impl Shared {
     }
 
     pub fn end_serving(&self) {
-        self.tx.send_modify(|state| state.serving = false);
+        self.tx.modify(|state| state.serving = false);
     }
 
     /// Marks the term as settled; wakes every `stop()` waiting for it (STP-5).
     pub fn end_term(&self) {
-        self.tx.send_modify(|state| state.term = None);
+        self.tx.modify(|state| state.term = None);
     }
 
     pub fn request_stop(&self) {
         self.tx
-            .send_if_modified(|state| !std::mem::replace(&mut state.stop_requested, true));
+            .modify_if(|state| !std::mem::replace(&mut state.stop_requested, true));
     }
 
     pub fn read<T>(&self, f: impl FnOnce(&State) -> T) -> T {
-        f(&self.tx.borrow())
+        self.tx.read(f)
     }
 
     /// A renewal call is about to be issued; storing its lease or declaring
     /// a loss clears the flag in the same step.
     pub fn begin_renewal(&self) {
-        self.tx.send_modify(|state| {
+        self.tx.modify(|state| {
             let term = state
                 .term
                 .as_mut()
@@ -132,7 +132,7 @@ impl Shared {
     /// Stores a lease that replaces the previous one. Callers have already
     /// checked that the token increased; a regression here is a worker bug.
     pub fn store_lease(&self, lease: Lease) {
-        self.tx.send_modify(|state| {
+        self.tx.modify(|state| {
             let term = state
                 .term
                 .as_mut()
@@ -152,7 +152,7 @@ impl Shared {
     /// The one loss path (REN-3): the first cause wins and wakes both loops.
     /// `lease_gone` forgets the lease, so that no release is attempted.
     pub fn declare_loss(&self, cause: LossCause, lease_gone: bool) {
-        self.tx.send_modify(|state| {
+        self.tx.modify(|state| {
             let term = state
                 .term
                 .as_mut()
@@ -166,7 +166,7 @@ impl Shared {
     }
 
     pub fn finish_deletes(&self) {
-        self.tx.send_modify(|state| {
+        self.tx.modify(|state| {
             state
                 .term
                 .as_mut()
@@ -177,9 +177,7 @@ impl Shared {
 
     /// Waits until `done` holds for the state; checks it at once first.
     pub async fn wait_until(&self, done: impl FnMut(&State) -> bool) {
-        let mut rx = self.tx.subscribe();
-        // The sender lives in `self`, so the channel cannot close under us.
-        let _ = rx.wait_for(done).await;
+        self.tx.wait_until(done).await;
     }
 }
 

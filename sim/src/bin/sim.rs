@@ -13,7 +13,10 @@ use retention_sim::{
 };
 
 #[derive(Parser)]
-#[command(name = "sim", about = "Deterministic simulation of the lease-fenced retention worker")]
+#[command(
+    name = "sim",
+    about = "Deterministic simulation of the lease-fenced retention worker"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -98,7 +101,9 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Run(args) => build_spec(&args).and_then(|spec| run_one(&spec, args.jsonl.as_deref())),
+        Command::Run(args) => {
+            build_spec(&args).and_then(|spec| run_one(&spec, args.jsonl.as_deref()))
+        }
         Command::Replay { token } => parse_token(&token).and_then(|spec| run_one(&spec, None)),
         Command::Explore(args) => run_explore(&args),
     };
@@ -129,7 +134,14 @@ fn run_one(spec: &RunSpec, jsonl: Option<&std::path::Path>) -> Result<bool, Stri
 }
 
 fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
-    let mut spec = if args.swarm { swarm(args.seed, args.replicas) } else { RunSpec { seed: args.seed, ..RunSpec::default() } };
+    let mut spec = if args.swarm {
+        swarm(args.seed, args.replicas)
+    } else {
+        RunSpec {
+            seed: args.seed,
+            ..RunSpec::default()
+        }
+    };
     if let Some(replicas) = args.replicas {
         spec.replicas = replicas;
     }
@@ -141,16 +153,32 @@ fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
     }
     for text in &args.pause {
         let [replica, at_ms, for_ms] = numbers::<3>("--pause", text)?;
-        spec.events.push(FaultEvent::Pause { replica: small(replica)?, at_ms, for_ms });
+        spec.events.push(FaultEvent::Pause {
+            replica: small(replica)?,
+            at_ms,
+            for_ms,
+        });
     }
     for text in &args.crash {
         let [replica, at_ms, restart_after_ms] = numbers::<3>("--crash", text)?;
-        spec.events.push(FaultEvent::Crash { replica: small(replica)?, at_ms, restart_after_ms });
+        spec.events.push(FaultEvent::Crash {
+            replica: small(replica)?,
+            at_ms,
+            restart_after_ms,
+        });
     }
     for text in &args.stop {
-        let with_callers = if text.matches(':').count() == 1 { format!("{text}:1") } else { text.clone() };
+        let with_callers = if text.matches(':').count() == 1 {
+            format!("{text}:1")
+        } else {
+            text.clone()
+        };
         let [replica, at_ms, callers] = numbers::<3>("--stop", &with_callers)?;
-        spec.events.push(FaultEvent::Stop { replica: small(replica)?, at_ms, callers: small(callers)? });
+        spec.events.push(FaultEvent::Stop {
+            replica: small(replica)?,
+            at_ms,
+            callers: small(callers)?,
+        });
     }
     for text in &args.stop_during {
         spec.events.push(parse_stop_during(text)?);
@@ -174,7 +202,11 @@ fn set_fault(spec: &mut RunSpec, text: &str) -> Result<(), String> {
         "reject_permille" => f.reject_permille = small(value)?,
         "ambiguous_permille" => f.ambiguous_permille = small(value)?,
         "null_renew_permille" => f.null_renew_permille = small(value)?,
-        other => return Err(format!("--fault: unknown fault {other:?}; known: latency_ms_max, renew_reply_delay_permille, reject_permille, ambiguous_permille, null_renew_permille, clock_skew_ms_max")),
+        other => {
+            return Err(format!(
+                "--fault: unknown fault {other:?}; known: latency_ms_max, renew_reply_delay_permille, reject_permille, ambiguous_permille, null_renew_permille, clock_skew_ms_max"
+            ));
+        }
     }
     Ok(())
 }
@@ -182,28 +214,49 @@ fn set_fault(spec: &mut RunSpec, text: &str) -> Result<(), String> {
 fn parse_stop_during(text: &str) -> Result<FaultEvent, String> {
     let parts: Vec<&str> = text.split(':').collect();
     if !(3..=4).contains(&parts.len()) {
-        return Err(format!("--stop-during {text:?}: expected REPLICA:OP:NTH[:CALLERS]"));
+        return Err(format!(
+            "--stop-during {text:?}: expected REPLICA:OP:NTH[:CALLERS]"
+        ));
     }
     let op = match parts[1] {
         "acquire" => OpKind::Acquire,
         "renew" => OpKind::Renew,
         "release" => OpKind::Release,
         "delete" => OpKind::Delete,
-        other => return Err(format!("--stop-during: unknown operation {other:?} (acquire, renew, release, delete)")),
+        other => {
+            return Err(format!(
+                "--stop-during: unknown operation {other:?} (acquire, renew, release, delete)"
+            ));
+        }
     };
     let number = |index: usize, default: u64| -> Result<u32, String> {
-        let Some(raw) = parts.get(index) else { return small(default) };
-        small(raw.parse().map_err(|_| format!("--stop-during {text:?}: {raw:?} is not a number"))?)
+        let Some(raw) = parts.get(index) else {
+            return small(default);
+        };
+        small(
+            raw.parse()
+                .map_err(|_| format!("--stop-during {text:?}: {raw:?} is not a number"))?,
+        )
     };
-    Ok(FaultEvent::StopDuring { replica: number(0, 0)?, op, nth: number(2, 1)?, callers: number(3, 1)? })
+    Ok(FaultEvent::StopDuring {
+        replica: number(0, 0)?,
+        op,
+        nth: number(2, 1)?,
+        callers: number(3, 1)?,
+    })
 }
 
 fn numbers<const N: usize>(flag: &str, text: &str) -> Result<[u64; N], String> {
     let values: Vec<u64> = text
         .split(':')
-        .map(|part| part.parse().map_err(|_| format!("{flag} {text:?}: {part:?} is not a non-negative integer")))
+        .map(|part| {
+            part.parse()
+                .map_err(|_| format!("{flag} {text:?}: {part:?} is not a non-negative integer"))
+        })
         .collect::<Result<_, _>>()?;
-    values.try_into().map_err(|_| format!("{flag} {text:?}: expected {N} numbers separated by ':'"))
+    values
+        .try_into()
+        .map_err(|_| format!("{flag} {text:?}: expected {N} numbers separated by ':'"))
 }
 
 fn small(value: u64) -> Result<u32, String> {
@@ -224,7 +277,10 @@ fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
         start: args.start,
         jobs: args.jobs,
         swarm: args.swarm,
-        base: RunSpec { replicas: args.replicas.unwrap_or(3), ..RunSpec::default() },
+        base: RunSpec {
+            replicas: args.replicas.unwrap_or(3),
+            ..RunSpec::default()
+        },
         replicas: args.replicas,
     };
     let terminal = std::io::stderr().is_terminal();
@@ -251,7 +307,11 @@ fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
     } else {
         println!(
             "{} runs, {} failed, {} violations; {:.0} runs/s, simulated/wall time {:.0}x",
-            summary.runs, summary.failed_runs, summary.violations, summary.runs_per_sec(), summary.sim_to_wall_ratio()
+            summary.runs,
+            summary.failed_runs,
+            summary.violations,
+            summary.runs_per_sec(),
+            summary.sim_to_wall_ratio()
         );
         for (clause, count) in &summary.violations_by_clause {
             println!("  {clause}: {count}");

@@ -12,21 +12,45 @@ use crate::history::History;
 /// Every clause the checker checks, in report order. CONTRACT.md's clauses,
 /// then data safety (DATA-*) and liveness (LIVE-*).
 pub const CLAUSES: &[(&str, &str)] = &[
-    ("ACQ-1", "no renew, delete or release before a granted acquire"),
+    (
+        "ACQ-1",
+        "no renew, delete or release before a granted acquire",
+    ),
     ("REN-1", "renewals of one worker never overlap"),
-    ("REN-2", "each renewal sends the newest lease; tokens only grow"),
-    ("REN-3", "no delete or renewal after a null or failed renewal"),
-    ("FEN-1", "each delete carries the newest token the worker holds"),
-    ("FEN-2", "the database deletes only under the current unexpired token"),
+    (
+        "REN-2",
+        "each renewal sends the newest lease; tokens only grow",
+    ),
+    (
+        "REN-3",
+        "no delete or renewal after a null or failed renewal",
+    ),
+    (
+        "FEN-1",
+        "each delete carries the newest token the worker holds",
+    ),
+    (
+        "FEN-2",
+        "the database deletes only under the current unexpired token",
+    ),
     ("CUT-1", "one cutoff per term, captured after acquiring"),
-    ("CAP-1", "batches of at most 200 and the allowance; at most 1,000 rows a term"),
-    ("REL-1", "release sends the newest lease, only after acquiring"),
+    (
+        "CAP-1",
+        "batches of at most 200 and the allowance; at most 1,000 rows a term",
+    ),
+    (
+        "REL-1",
+        "release sends the newest lease, only after acquiring",
+    ),
     ("REL-2", "release clears only the exact current lease"),
     ("REL-3", "every exit that may hold leadership releases it"),
     ("STP-1", "no acquire, renew or delete begins after stop()"),
     ("STP-2", "stop() ends renewal scheduling"),
     ("STP-3", "stop() awaits calls in flight"),
-    ("STP-4", "stop() releases held leadership, even from a racing acquire"),
+    (
+        "STP-4",
+        "stop() releases held leadership, even from a racing acquire",
+    ),
     ("STP-5", "stop() resolves only after run() has settled"),
     ("STP-6", "a run after stop() calls nothing"),
     ("DATA-1", "no row newer than its term's cutoff is deleted"),
@@ -49,7 +73,11 @@ pub struct Violation {
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {} (events {:?})", self.clause, self.message, self.events)
+        write!(
+            f,
+            "{}: {} (events {:?})",
+            self.clause, self.message, self.events
+        )
     }
 }
 
@@ -72,8 +100,16 @@ impl Verdict {
     pub fn summary(&self) -> String {
         let mut out = String::new();
         for (clause, meaning) in CLAUSES {
-            let count = self.violations.iter().filter(|v| v.clause == *clause).count();
-            let status = if count == 0 { "ok".to_owned() } else { format!("VIOLATED x{count}") };
+            let count = self
+                .violations
+                .iter()
+                .filter(|v| v.clause == *clause)
+                .count();
+            let status = if count == 0 {
+                "ok".to_owned()
+            } else {
+                format!("VIOLATED x{count}")
+            };
             out.push_str(&format!("{clause:<7} {status:<13} {meaning}\n"));
         }
         out
@@ -89,9 +125,16 @@ pub fn check(history: &History) -> Verdict {
     let rank = |clause: &str| CLAUSES.iter().position(|(id, _)| *id == clause);
     violations.sort_by(|a, b| (rank(a.clause), &a.events).cmp(&(rank(b.clause), &b.events)));
     for violation in &violations {
-        assert!(rank(violation.clause).is_some(), "unlisted clause {}", violation.clause);
+        assert!(
+            rank(violation.clause).is_some(),
+            "unlisted clause {}",
+            violation.clause
+        );
     }
-    Verdict { seed: history.header.seed, violations }
+    Verdict {
+        seed: history.header.seed,
+        violations,
+    }
 }
 
 /// Collects violations while the checks walk the history.
@@ -103,6 +146,10 @@ impl Findings {
         let mut events = events.to_vec();
         events.sort_unstable();
         events.dedup();
-        self.0.push(Violation { clause, message: message.into(), events });
+        self.0.push(Violation {
+            clause,
+            message: message.into(),
+            events,
+        });
     }
 }

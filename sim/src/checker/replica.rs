@@ -48,7 +48,12 @@ struct Walker<'a> {
 
 pub(super) fn check(history: &History, found: &mut Findings) {
     for replica in 1..=history.header.replicas {
-        let mut walker = Walker { history, replica, now: Incarnation::default(), found };
+        let mut walker = Walker {
+            history,
+            replica,
+            now: Incarnation::default(),
+            found,
+        };
         for (seq, event) in history.events.iter().enumerate() {
             if event.actor == Actor::Replica(replica) {
                 walker.on_event(seq, event);
@@ -60,7 +65,12 @@ pub(super) fn check(history: &History, found: &mut Findings) {
 
 impl Walker<'_> {
     fn skew_ms(&self) -> i64 {
-        self.history.header.skews_ms.get(self.replica as usize - 1).copied().unwrap_or(0)
+        self.history
+            .header
+            .skews_ms
+            .get(self.replica as usize - 1)
+            .copied()
+            .unwrap_or(0)
     }
 
     fn on_event(&mut self, seq: usize, event: &Event) {
@@ -97,27 +107,53 @@ impl Walker<'_> {
         }
         let skew_ms = self.skew_ms();
         let Some(term) = self.now.term.as_mut() else {
-            self.found.flag("ACQ-1", &[seq], format!("{} outside any term", op.name()));
+            self.found
+                .flag("ACQ-1", &[seq], format!("{} outside any term", op.name()));
             return;
         };
         if op != OpKind::Acquire && term.newest.is_none() {
-            let message = format!("{} before any acquire granted a lease in term {}", op.name(), term.number);
-            let clause = if op == OpKind::Release { "REL-1" } else { "ACQ-1" };
+            let message = format!(
+                "{} before any acquire granted a lease in term {}",
+                op.name(),
+                term.number
+            );
+            let clause = if op == OpKind::Release {
+                "REL-1"
+            } else {
+                "ACQ-1"
+            };
             self.found.flag(clause, &[term.started, seq], message);
         }
         match invocation {
             Invocation::Acquire => {}
             Invocation::Renew { lease } => check_renew(term, seq, lease, self.found),
-            Invocation::Delete { older_than_ms, limit, token } => {
+            Invocation::Delete {
+                older_than_ms,
+                limit,
+                token,
+            } => {
                 let header = &self.history.header;
-                let ctx = DeleteCtx { header, skew_ms, at_ms: event.at_ms };
-                check_delete(term, seq, (*older_than_ms, *limit, *token), &ctx, self.found);
+                let ctx = DeleteCtx {
+                    header,
+                    skew_ms,
+                    at_ms: event.at_ms,
+                };
+                check_delete(
+                    term,
+                    seq,
+                    (*older_than_ms, *limit, *token),
+                    &ctx,
+                    self.found,
+                );
             }
             Invocation::Release { lease } => {
                 if let Some((newest, at)) = &term.newest
                     && newest != lease
                 {
-                    let message = format!("released token {} while holding newer token {}", lease.token, newest.token);
+                    let message = format!(
+                        "released token {} while holding newer token {}",
+                        lease.token, newest.token
+                    );
                     self.found.flag("REL-1", &[*at, seq], message);
                 }
                 term.released.get_or_insert(seq);
@@ -132,16 +168,28 @@ impl Walker<'_> {
             self.found.flag("STP-5", &[previous.started, seq], message);
         }
         let stop_before_start = self.now.stop_called.is_some();
-        self.now.term = Some(Term { number, started: seq, stop_before_start, ..Term::default() });
+        self.now.term = Some(Term {
+            number,
+            started: seq,
+            stop_before_start,
+            ..Term::default()
+        });
     }
 
     fn on_return(&mut self, seq: usize, call: u64, op: OpKind, outcome: &Outcome) {
-        let Some(term) = self.now.term.as_mut() else { return };
-        let Some((_, invoked)) = term.in_flight.remove(&call) else { return };
+        let Some(term) = self.now.term.as_mut() else {
+            return;
+        };
+        let Some((_, invoked)) = term.in_flight.remove(&call) else {
+            return;
+        };
         let at_ms = self.history.events[seq].at_ms;
         match (op, outcome) {
             (OpKind::Acquire | OpKind::Renew, Outcome::Lease(Some(lease))) => {
-                let newer = term.newest.as_ref().is_none_or(|(held, _)| lease.token > held.token);
+                let newer = term
+                    .newest
+                    .as_ref()
+                    .is_none_or(|(held, _)| lease.token > held.token);
                 if newer {
                     term.newest = Some((lease.clone(), seq));
                 }
@@ -158,10 +206,15 @@ impl Walker<'_> {
             (OpKind::Delete, Outcome::Deleted(rows)) => {
                 term.rows += rows;
                 let limit = match &self.history.events[invoked].kind {
-                    EventKind::Invoke { invocation: Invocation::Delete { limit, .. }, .. } => *limit,
+                    EventKind::Invoke {
+                        invocation: Invocation::Delete { limit, .. },
+                        ..
+                    } => *limit,
                     _ => unreachable!("a delete's invoke carries its limit"),
                 };
-                if *rows < u64::from(limit) || term.rows >= u64::from(self.history.header.term_row_cap) {
+                if *rows < u64::from(limit)
+                    || term.rows >= u64::from(self.history.header.term_row_cap)
+                {
                     term.finished.get_or_insert(seq);
                 }
             }
@@ -170,10 +223,22 @@ impl Walker<'_> {
     }
 
     fn on_term_end(&mut self, seq: usize) {
-        let Some(term) = self.now.term.take() else { return };
-        if let Some((&call, &(op, at))) = term.in_flight.iter().next() {
-            let clause = if self.now.stop_called.is_some() { "STP-3" } else { "REL-3" };
-            let message = format!("term {} ended with {} call {call} still in flight", term.number, op.name());
+        let Some(term) = self.now.term.take() else {
+            return;
+        };
+        for (&call, &(op, at)) in &term.in_flight {
+            // An abandoned renewal is an unobserved result (REN-3); any other
+            // abandoned call is work the term did not await (STP-3).
+            let clause = if op == OpKind::Renew {
+                "REN-3"
+            } else {
+                "STP-3"
+            };
+            let message = format!(
+                "term {} ended with {} call {call} still in flight",
+                term.number,
+                op.name()
+            );
             self.found.flag(clause, &[at, seq], message);
         }
         let owes_release = term.newest.is_some() && term.loss.is_none();
@@ -183,7 +248,10 @@ impl Walker<'_> {
                 None => ("REL-3", "ended"),
             };
             let (_, granted) = term.newest.as_ref().expect("owes a release");
-            let message = format!("term {} {why} holding its lease without releasing it", term.number);
+            let message = format!(
+                "term {} {why} holding its lease without releasing it",
+                term.number
+            );
             self.found.flag(clause, &[*granted, seq], message);
         }
         let _ = term.stop_before_start;
@@ -192,7 +260,10 @@ impl Walker<'_> {
     fn on_stop_resolved(&mut self, seq: usize, at_ms: i64, caller: u32) {
         self.now.stop_resolved.get_or_insert(seq);
         if let Some(term) = &self.now.term {
-            let message = format!("stop() resolved while term {} was still running", term.number);
+            let message = format!(
+                "stop() resolved while term {} was still running",
+                term.number
+            );
             self.found.flag("STP-5", &[term.started, seq], message);
         }
         if let Some((called, called_ms)) = self.now.stops.remove(&caller) {
@@ -214,17 +285,32 @@ impl Walker<'_> {
 }
 
 fn check_renew(term: &mut Term, seq: usize, lease: &LeaseRec, found: &mut Findings) {
-    if let Some((&call, &(_, at))) = term.in_flight.iter().find(|(_, (op, _))| *op == OpKind::Renew) {
-        found.flag("REN-1", &[at, seq], format!("renewal issued while renewal call {call} was in flight"));
+    if let Some((&call, &(_, at))) = term
+        .in_flight
+        .iter()
+        .find(|(_, (op, _))| *op == OpKind::Renew)
+    {
+        found.flag(
+            "REN-1",
+            &[at, seq],
+            format!("renewal issued while renewal call {call} was in flight"),
+        );
     }
     if let Some((newest, at)) = &term.newest
         && newest != lease
     {
-        let message = format!("renewed token {} while holding newer token {}", lease.token, newest.token);
+        let message = format!(
+            "renewed token {} while holding newer token {}",
+            lease.token, newest.token
+        );
         found.flag("REN-2", &[*at, seq], message);
     }
     if let Some((lost, _)) = term.loss {
-        found.flag("REN-3", &[lost, seq], "renewal issued after leadership was lost");
+        found.flag(
+            "REN-3",
+            &[lost, seq],
+            "renewal issued after leadership was lost",
+        );
     }
 }
 
@@ -234,20 +320,34 @@ struct DeleteCtx<'a> {
     at_ms: i64,
 }
 
-fn check_delete(term: &mut Term, seq: usize, (older_than_ms, limit, token): (i64, u32, u64), ctx: &DeleteCtx<'_>, found: &mut Findings) {
+fn check_delete(
+    term: &mut Term,
+    seq: usize,
+    (older_than_ms, limit, token): (i64, u32, u64),
+    ctx: &DeleteCtx<'_>,
+    found: &mut Findings,
+) {
     if let Some((lost, _)) = term.loss {
-        found.flag("REN-3", &[lost, seq], "delete issued after leadership was lost");
+        found.flag(
+            "REN-3",
+            &[lost, seq],
+            "delete issued after leadership was lost",
+        );
     }
     if let Some((newest, at)) = &term.newest
         && newest.token != token
     {
-        let message = format!("delete carried token {token} while the newest held was {}", newest.token);
+        let message = format!(
+            "delete carried token {token} while the newest held was {}",
+            newest.token
+        );
         found.flag("FEN-1", &[*at, seq], message);
     }
     let retention_ms = i64::try_from(ctx.header.retention_ms).unwrap_or(i64::MAX);
     match term.cutoff {
         Some((cutoff, at)) if cutoff != older_than_ms => {
-            let message = format!("delete used cutoff {older_than_ms}, the term's first used {cutoff}");
+            let message =
+                format!("delete used cutoff {older_than_ms}, the term's first used {cutoff}");
             found.flag("CUT-1", &[at, seq], message);
         }
         Some(_) => {}
@@ -269,10 +369,17 @@ fn check_delete(term: &mut Term, seq: usize, (older_than_ms, limit, token): (i64
     let cap = u64::from(ctx.header.term_row_cap).min(1_000);
     let allowance = cap.saturating_sub(term.rows);
     if limit > ctx.header.batch_size.min(200) || u64::from(limit) > allowance {
-        let message = format!("batch asked for {limit} rows with {} deleted of the {cap} cap", term.rows);
+        let message = format!(
+            "batch asked for {limit} rows with {} deleted of the {cap} cap",
+            term.rows
+        );
         found.flag("CAP-1", &[term.started, seq], message);
     }
     if let Some(finished) = term.finished {
-        found.flag("CAP-1", &[finished, seq], "delete issued after the term's short or final batch");
+        found.flag(
+            "CAP-1",
+            &[finished, seq],
+            "delete issued after the term's short or final batch",
+        );
     }
 }

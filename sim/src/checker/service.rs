@@ -26,53 +26,93 @@ pub(super) fn check(history: &History, found: &mut Findings) {
                 holder = Some((lease.clone(), seq));
             }
             EventKind::Revoked { .. } => holder = None,
-            EventKind::Released { lease, cleared: true, .. } => {
+            EventKind::Released {
+                lease,
+                cleared: true,
+                ..
+            } => {
                 match &holder {
                     Some((current, at)) if current == lease => {
                         let _ = at;
                     }
                     other => {
                         let at: Vec<usize> = other.iter().map(|(_, at)| *at).chain([seq]).collect();
-                        let message = format!("release of {}#{} cleared a lease it did not name", lease.owner, lease.token);
+                        let message = format!(
+                            "release of {}#{} cleared a lease it did not name",
+                            lease.owner, lease.token
+                        );
                         found.flag("REL-2", &at, message);
                     }
                 }
                 holder = None;
             }
-            EventKind::Deleted { call, token, older_than_ms, rows } => {
+            EventKind::Deleted {
+                call,
+                token,
+                older_than_ms,
+                rows,
+            } => {
                 match &holder {
-                    Some((current, at)) if current.token != *token || event.at_ms >= current.expires_at_ms => {
+                    Some((current, at))
+                        if current.token != *token || event.at_ms >= current.expires_at_ms =>
+                    {
                         let message = format!(
                             "delete with token {token} at {} ms accepted while the lease was {}#{} expiring at {}",
                             event.at_ms, current.owner, current.token, current.expires_at_ms
                         );
                         found.flag("FEN-2", &[*at, seq], message);
                     }
-                    None => found.flag("FEN-2", &[seq], format!("delete with token {token} accepted with no lease held")),
+                    None => found.flag(
+                        "FEN-2",
+                        &[seq],
+                        format!("delete with token {token} accepted with no lease held"),
+                    ),
                     Some(_) => {}
                 }
                 for row in rows {
                     if row.created_at_ms >= *older_than_ms {
-                        let message = format!("row {} written at {} deleted under cutoff {older_than_ms}", row.id, row.created_at_ms);
+                        let message = format!(
+                            "row {} written at {} deleted under cutoff {older_than_ms}",
+                            row.id, row.created_at_ms
+                        );
                         found.flag("DATA-1", &[seq], message);
                     }
                     if let Some(first) = deleted_by_row.insert(row.id, seq) {
-                        found.flag("DATA-2", &[first, seq], format!("row {} deleted twice", row.id));
+                        found.flag(
+                            "DATA-2",
+                            &[first, seq],
+                            format!("row {} deleted twice", row.id),
+                        );
                     }
                 }
                 total_deleted += rows.len() as u64;
                 applied_by_call.insert(*call, (seq, rows.len() as u64));
             }
-            EventKind::Return { call, outcome: Outcome::Deleted(count), .. } => match applied_by_call.get(call) {
+            EventKind::Return {
+                call,
+                outcome: Outcome::Deleted(count),
+                ..
+            } => match applied_by_call.get(call) {
                 Some((at, applied)) if applied != count => {
-                    let message = format!("call {call} reported {count} rows but the database deleted {applied}");
+                    let message = format!(
+                        "call {call} reported {count} rows but the database deleted {applied}"
+                    );
                     found.flag("DATA-3", &[*at, seq], message);
                 }
-                None => found.flag("DATA-3", &[seq], format!("call {call} reported {count} rows the database never deleted")),
+                None => found.flag(
+                    "DATA-3",
+                    &[seq],
+                    format!("call {call} reported {count} rows the database never deleted"),
+                ),
                 Some(_) => {}
             },
-            EventKind::Final { rows_left, rows_inserted, stale_rows_left } => {
-                let expected = (history.header.initial_rows + rows_inserted).checked_sub(total_deleted);
+            EventKind::Final {
+                rows_left,
+                rows_inserted,
+                stale_rows_left,
+            } => {
+                let expected =
+                    (history.header.initial_rows + rows_inserted).checked_sub(total_deleted);
                 if expected != Some(*rows_left) {
                     let message = format!(
                         "{} initial + {rows_inserted} written - {total_deleted} deleted != {rows_left} left",
@@ -81,7 +121,8 @@ pub(super) fn check(history: &History, found: &mut Findings) {
                     found.flag("DATA-3", &[seq], message);
                 }
                 if history.header.drain_owed && *stale_rows_left > 0 {
-                    let message = format!("{stale_rows_left} stale rows left after a fault-free run");
+                    let message =
+                        format!("{stale_rows_left} stale rows left after a fault-free run");
                     found.flag("LIVE-1", &[seq], message);
                 }
             }

@@ -1,0 +1,618 @@
+//! The checker on hand-written histories: a correct one passes (with the
+//! contract's three non-findings in it), and one small change per clause is
+//! flagged with exactly that clause.
+
+use retention_sim::{
+    Actor, Event, EventKind, Header, History, Invocation, LeaseRec, OpKind, Outcome, RowRec, check,
+};
+
+fn lease(owner: &str, token: u64, expires_at_ms: i64) -> LeaseRec {
+    LeaseRec {
+        owner: owner.into(),
+        token,
+        expires_at_ms,
+    }
+}
+
+/// Builds a history event by event; calls are numbered in order.
+struct Script {
+    events: Vec<Event>,
+    now_ms: i64,
+    header: Header,
+}
+
+impl Script {
+    fn new() -> Self {
+        let header = Header {
+            seed: 7,
+            replicas: 2,
+            retention_ms: 1_000,
+            batch_size: 200,
+            term_row_cap: 1_000,
+            skews_ms: vec![0, 0],
+            initial_rows: 500,
+            faults_off: false,
+            drain_owed: false,
+            stop_bound_ms: 10_000,
+        };
+        Self {
+            events: Vec::new(),
+            now_ms: 0,
+            header,
+        }
+    }
+
+    fn at(&mut self, now_ms: i64) -> &mut Self {
+        self.now_ms = now_ms;
+        self
+    }
+
+    fn push(&mut self, actor: Actor, term: u32, kind: EventKind) -> &mut Self {
+        self.events.push(Event {
+            at_ms: self.now_ms,
+            actor,
+            term,
+            kind,
+        });
+        self
+    }
+
+    fn call(&mut self, replica: u32, term: u32, call: u64, invocation: Invocation) -> &mut Self {
+        self.push(
+            Actor::Replica(replica),
+            term,
+            EventKind::Invoke { call, invocation },
+        )
+    }
+
+    fn reply(
+        &mut self,
+        replica: u32,
+        term: u32,
+        call: u64,
+        op: OpKind,
+        outcome: Outcome,
+    ) -> &mut Self {
+        self.push(
+            Actor::Replica(replica),
+            term,
+            EventKind::Return { call, op, outcome },
+        )
+    }
+
+    fn service(&mut self, actor: Actor, term: u32, kind: EventKind) -> &mut Self {
+        self.push(actor, term, kind)
+    }
+
+    fn rows(first_id: u64, count: u64) -> Vec<RowRec> {
+        (first_id..first_id + count)
+            .map(|id| RowRec {
+                id,
+                created_at_ms: -5_000 + id as i64,
+            })
+            .collect()
+    }
+
+    /// r1's term 1: acquire (token 1), one delete of 200, renew (token 2),
+    /// a short delete of 37 (a non-finding), release, end; then a final.
+    fn correct() -> Self {
+        let mut s = Self::new();
+        let (l1, l2) = (lease("r1", 1, 3_000), lease("r1", 2, 4_000));
+        s.at(0).call(1, 1, 1, Invocation::Acquire);
+        s.service(
+            Actor::Lease,
+            1,
+            EventKind::Granted {
+                call: 1,
+                lease: l1.clone(),
+            },
+        );
+        s.reply(1, 1, 1, OpKind::Acquire, Outcome::Lease(Some(l1.clone())));
+        s.at(10).call(
+            1,
+            1,
+            2,
+            Invocation::Delete {
+                older_than_ms: -990,
+                limit: 200,
+                token: 1,
+            },
+        );
+        s.service(
+            Actor::Db,
+            1,
+            EventKind::Deleted {
+                call: 2,
+                token: 1,
+                older_than_ms: -990,
+                rows: Self::rows(1, 200),
+            },
+        );
+        s.reply(1, 1, 2, OpKind::Delete, Outcome::Deleted(200));
+        s.at(1_000)
+            .call(1, 1, 3, Invocation::Renew { lease: l1.clone() });
+        s.service(
+            Actor::Lease,
+            1,
+            EventKind::Granted {
+                call: 3,
+                lease: l2.clone(),
+            },
+        );
+        s.reply(1, 1, 3, OpKind::Renew, Outcome::Lease(Some(l2.clone())));
+        // The repository enforcing tokens (a non-finding): a stale delete refused.
+        s.at(1_010).service(
+            Actor::Db,
+            0,
+            EventKind::Fenced {
+                call: 99,
+                token: 1,
+                reason: "stale".into(),
+            },
+        );
+        s.at(1_020).call(
+            1,
+            1,
+            4,
+            Invocation::Delete {
+                older_than_ms: -990,
+                limit: 200,
+                token: 2,
+            },
+        );
+        s.service(
+            Actor::Db,
+            1,
+            EventKind::Deleted {
+                call: 4,
+                token: 2,
+                older_than_ms: -990,
+                rows: Self::rows(201, 37),
+            },
+        );
+        s.reply(1, 1, 4, OpKind::Delete, Outcome::Deleted(37));
+        s.at(1_030)
+            .call(1, 1, 5, Invocation::Release { lease: l2.clone() });
+        s.service(
+            Actor::Lease,
+            1,
+            EventKind::Released {
+                call: 5,
+                lease: l2,
+                cleared: true,
+            },
+        );
+        s.reply(1, 1, 5, OpKind::Release, Outcome::Done);
+        s.push(Actor::Replica(1), 1, term_ended());
+        s.at(2_000).push(
+            Actor::World,
+            0,
+            EventKind::Final {
+                rows_left: 263,
+                rows_inserted: 0,
+                stale_rows_left: 0,
+            },
+        );
+        s
+    }
+
+    fn history(&self) -> History {
+        History {
+            header: self.header.clone(),
+            events: self.events.clone(),
+        }
+    }
+
+    /// The clauses flagged, deduplicated, in report order.
+    fn flagged(&self) -> Vec<&'static str> {
+        let mut clauses: Vec<_> = check(&self.history())
+            .violations
+            .iter()
+            .map(|v| v.clause)
+            .collect();
+        clauses.dedup();
+        clauses
+    }
+
+    fn edit(mut self, seq: usize, f: impl FnOnce(&mut EventKind)) -> Self {
+        f(&mut self.events[seq].kind);
+        self
+    }
+
+    fn without(mut self, seqs: &[usize]) -> Self {
+        for &seq in seqs.iter().rev() {
+            self.events.remove(seq);
+        }
+        self
+    }
+
+    /// Inserts `kind` by replica 1 (term 1) just before event `seq`.
+    fn insert(mut self, seq: usize, actor: Actor, kind: EventKind) -> Self {
+        let at_ms = self.events[seq].at_ms;
+        self.events.insert(
+            seq,
+            Event {
+                at_ms,
+                actor,
+                term: 1,
+                kind,
+            },
+        );
+        self
+    }
+}
+
+fn term_ended() -> EventKind {
+    EventKind::TermEnded {
+        end: "Completed".into(),
+        rows: 237,
+        batches: 2,
+        release: "Released".into(),
+    }
+}
+
+fn set_delete(kind: &mut EventKind, older: Option<i64>, limit: Option<u32>, tok: Option<u64>) {
+    if let EventKind::Invoke {
+        invocation:
+            Invocation::Delete {
+                older_than_ms,
+                limit: l,
+                token,
+            },
+        ..
+    } = kind
+    {
+        *older_than_ms = older.unwrap_or(*older_than_ms);
+        *l = limit.unwrap_or(*l);
+        *token = tok.unwrap_or(*token);
+    }
+}
+
+#[test]
+fn a_correct_history_with_the_three_non_findings_passes() {
+    let verdict = check(&Script::correct().history());
+    assert!(verdict.passed(), "{:#?}", verdict.violations);
+}
+
+#[test]
+fn acq_1_delete_before_a_granted_acquire() {
+    // The acquire answered null, yet a delete followed.
+    let s = Script::correct().edit(2, |k| {
+        *k = EventKind::Return {
+            call: 1,
+            op: OpKind::Acquire,
+            outcome: Outcome::Lease(None),
+        }
+    });
+    assert!(s.flagged().contains(&"ACQ-1"), "{:?}", s.flagged());
+}
+
+#[test]
+fn ren_1_overlapping_renewals() {
+    let second = Invocation::Renew {
+        lease: lease("r1", 1, 3_000),
+    };
+    let null = Outcome::Lease(None);
+    let s = Script::correct()
+        .insert(
+            7,
+            Actor::Replica(1),
+            EventKind::Invoke {
+                call: 50,
+                invocation: second,
+            },
+        )
+        .insert(
+            16,
+            Actor::Replica(1),
+            EventKind::Return {
+                call: 50,
+                op: OpKind::Renew,
+                outcome: null,
+            },
+        );
+    assert_eq!(s.flagged(), vec!["REN-1"]);
+}
+
+#[test]
+fn ren_3_a_renewal_left_unobserved() {
+    let second = Invocation::Renew {
+        lease: lease("r1", 2, 4_000),
+    };
+    let s = Script::correct().insert(
+        13,
+        Actor::Replica(1),
+        EventKind::Invoke {
+            call: 50,
+            invocation: second,
+        },
+    );
+    assert_eq!(s.flagged(), vec!["REN-3"]);
+}
+
+#[test]
+fn ren_2_renewing_an_older_lease() {
+    let stale = Invocation::Renew {
+        lease: lease("r1", 1, 3_000),
+    };
+    let s = Script::correct()
+        .insert(
+            12,
+            Actor::Replica(1),
+            EventKind::Invoke {
+                call: 60,
+                invocation: stale,
+            },
+        )
+        .insert(
+            13,
+            Actor::Replica(1),
+            EventKind::Return {
+                call: 60,
+                op: OpKind::Renew,
+                outcome: Outcome::Lease(None),
+            },
+        );
+    assert!(s.flagged().contains(&"REN-2"), "{:?}", s.flagged());
+}
+
+#[test]
+fn ren_3_deleting_after_a_null_renewal() {
+    let s = Script::correct().edit(8, |k| {
+        *k = EventKind::Return {
+            call: 3,
+            op: OpKind::Renew,
+            outcome: Outcome::Lease(None),
+        }
+    });
+    assert!(s.flagged().contains(&"REN-3"), "{:?}", s.flagged());
+}
+
+#[test]
+fn fen_1_deleting_with_a_superseded_token() {
+    let s = Script::correct()
+        .edit(10, |k| set_delete(k, None, None, Some(1)))
+        .edit(11, |k| {
+            if let EventKind::Deleted { token, .. } = k {
+                *token = 2;
+            }
+        });
+    assert_eq!(s.flagged(), vec!["FEN-1"]);
+}
+
+#[test]
+fn fen_2_the_database_accepting_a_stale_token() {
+    let s = Script::correct().edit(11, |k| {
+        if let EventKind::Deleted { token, .. } = k {
+            *token = 1;
+        }
+    });
+    assert_eq!(s.flagged(), vec!["FEN-2"]);
+}
+
+#[test]
+fn cut_1_a_moving_cutoff() {
+    let s = Script::correct()
+        .edit(10, |k| set_delete(k, Some(0), None, None))
+        .edit(11, |k| {
+            if let EventKind::Deleted { older_than_ms, .. } = k {
+                *older_than_ms = 0;
+            }
+        });
+    assert_eq!(s.flagged(), vec!["CUT-1"]);
+}
+
+#[test]
+fn cap_1_an_oversized_batch() {
+    let s = Script::correct().edit(3, |k| set_delete(k, None, Some(201), None));
+    assert_eq!(s.flagged(), vec!["CAP-1"]);
+}
+
+#[test]
+fn cap_1_a_delete_after_the_short_batch() {
+    let again = Invocation::Delete {
+        older_than_ms: -990,
+        limit: 200,
+        token: 2,
+    };
+    let s = Script::correct()
+        .insert(
+            13,
+            Actor::Replica(1),
+            EventKind::Invoke {
+                call: 70,
+                invocation: again,
+            },
+        )
+        .insert(
+            14,
+            Actor::Replica(1),
+            EventKind::Return {
+                call: 70,
+                op: OpKind::Delete,
+                outcome: Outcome::Failed {
+                    kind: "rejected".into(),
+                    detail: String::new(),
+                },
+            },
+        );
+    assert_eq!(s.flagged(), vec!["CAP-1"]);
+}
+
+#[test]
+fn rel_1_releasing_the_acquisition_lease() {
+    let s = Script::correct()
+        .edit(13, |k| {
+            *k = EventKind::Invoke {
+                call: 5,
+                invocation: Invocation::Release {
+                    lease: lease("r1", 1, 3_000),
+                },
+            }
+        })
+        .edit(14, |k| {
+            *k = EventKind::Released {
+                call: 5,
+                lease: lease("r1", 1, 3_000),
+                cleared: false,
+            }
+        });
+    assert_eq!(s.flagged(), vec!["REL-1"]);
+}
+
+#[test]
+fn rel_2_a_release_clearing_another_lease() {
+    let s = Script::correct().edit(14, |k| {
+        *k = EventKind::Released {
+            call: 5,
+            lease: lease("r2", 9, 4_000),
+            cleared: true,
+        }
+    });
+    assert_eq!(s.flagged(), vec!["REL-2"]);
+}
+
+#[test]
+fn rel_3_ending_a_term_without_releasing() {
+    let s = Script::correct().without(&[13, 14, 15]);
+    assert_eq!(s.flagged(), vec!["REL-3"]);
+}
+
+#[test]
+fn stp_1_deleting_after_stop() {
+    let s = Script::correct().insert(10, Actor::Replica(1), EventKind::StopCalled { caller: 1 });
+    assert!(s.flagged().contains(&"STP-1"), "{:?}", s.flagged());
+}
+
+#[test]
+fn stp_2_renewing_after_stop() {
+    let s = Script::correct().insert(6, Actor::Replica(1), EventKind::StopCalled { caller: 1 });
+    assert!(s.flagged().contains(&"STP-2"), "{:?}", s.flagged());
+}
+
+#[test]
+fn stp_3_ending_with_a_call_abandoned_after_stop() {
+    // Stop arrives while the second delete is in flight; the term ends
+    // without its answer.
+    let s = Script::correct()
+        .insert(11, Actor::Replica(1), EventKind::StopCalled { caller: 1 })
+        .without(&[13])
+        .insert(17, Actor::Replica(1), EventKind::StopResolved { caller: 1 });
+    assert_eq!(s.flagged(), vec!["STP-3"]);
+}
+
+#[test]
+fn stp_4_stop_racing_acquire_leaves_the_lease_held() {
+    let s = Script::correct()
+        .insert(1, Actor::Replica(1), EventKind::StopCalled { caller: 1 })
+        .without(&[4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16])
+        .insert(5, Actor::Replica(1), EventKind::StopResolved { caller: 1 })
+        .edit(6, |k| {
+            *k = EventKind::Final {
+                rows_left: 500,
+                rows_inserted: 0,
+                stale_rows_left: 0,
+            }
+        });
+    assert_eq!(s.flagged(), vec!["STP-4"]);
+}
+
+#[test]
+fn stp_5_stop_resolving_before_the_term_settles() {
+    let s = Script::correct()
+        .insert(4, Actor::Replica(1), EventKind::StopCalled { caller: 1 })
+        .insert(5, Actor::Replica(1), EventKind::StopResolved { caller: 1 })
+        .without(&[6, 7, 8, 9, 10, 11, 12, 13, 14]);
+    assert!(s.flagged().contains(&"STP-5"), "{:?}", s.flagged());
+}
+
+#[test]
+fn stp_6_a_term_starting_after_stop_resolved() {
+    let mut s = Script::correct();
+    let final_seq = s.events.len() - 1;
+    s = s
+        .insert(
+            final_seq,
+            Actor::Replica(1),
+            EventKind::StopCalled { caller: 1 },
+        )
+        .insert(
+            final_seq + 1,
+            Actor::Replica(1),
+            EventKind::StopResolved { caller: 1 },
+        );
+    s.events.insert(
+        final_seq + 2,
+        Event {
+            at_ms: 1_500,
+            actor: Actor::Replica(1),
+            term: 2,
+            kind: EventKind::Invoke {
+                call: 80,
+                invocation: Invocation::Acquire,
+            },
+        },
+    );
+    assert!(s.flagged().contains(&"STP-6"), "{:?}", s.flagged());
+}
+
+#[test]
+fn data_1_deleting_a_row_newer_than_the_cutoff() {
+    let s = Script::correct().edit(4, |k| {
+        if let EventKind::Deleted { rows, .. } = k {
+            rows[0].created_at_ms = 0;
+        }
+    });
+    assert_eq!(s.flagged(), vec!["DATA-1"]);
+}
+
+#[test]
+fn data_2_deleting_a_row_twice() {
+    let s = Script::correct().edit(11, |k| {
+        if let EventKind::Deleted { rows, .. } = k {
+            rows[0].id = 1;
+        }
+    });
+    assert_eq!(s.flagged(), vec!["DATA-2"]);
+}
+
+#[test]
+fn data_3_a_count_the_database_does_not_back() {
+    let s = Script::correct().edit(5, |k| {
+        *k = EventKind::Return {
+            call: 2,
+            op: OpKind::Delete,
+            outcome: Outcome::Deleted(150),
+        }
+    });
+    assert!(s.flagged().contains(&"DATA-3"), "{:?}", s.flagged());
+}
+
+#[test]
+fn live_1_a_fault_free_run_leaving_stale_rows() {
+    let mut s = Script::correct();
+    s.header.drain_owed = true;
+    let last = s.events.len() - 1;
+    let s = s.edit(last, |k| {
+        *k = EventKind::Final {
+            rows_left: 263,
+            rows_inserted: 0,
+            stale_rows_left: 12,
+        }
+    });
+    assert_eq!(s.flagged(), vec!["LIVE-1"]);
+}
+
+#[test]
+fn live_2_a_stop_that_never_resolves_or_takes_too_long() {
+    let mut s = Script::correct();
+    let last = s.events.len() - 1;
+    s = s.insert(last, Actor::Replica(2), EventKind::StopCalled { caller: 1 });
+    assert_eq!(s.flagged(), vec!["LIVE-2"]);
+    let mut slow = Script::correct();
+    slow.header.stop_bound_ms = 100;
+    let slow = slow
+        .insert(0, Actor::Replica(1), EventKind::StopCalled { caller: 1 })
+        .insert(17, Actor::Replica(1), EventKind::StopResolved { caller: 1 });
+    assert!(slow.flagged().contains(&"LIVE-2"), "{:?}", slow.flagged());
+}

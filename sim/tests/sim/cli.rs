@@ -1,0 +1,89 @@
+//! The `sim` command line: exit statuses and error messages.
+
+use std::process::Command;
+
+fn sim(args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_sim"))
+        .args(args)
+        .output()
+        .unwrap();
+    let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
+    (
+        output.status.code().unwrap(),
+        text(output.stdout),
+        text(output.stderr),
+    )
+}
+
+#[test]
+fn a_clean_run_prints_its_timeline_and_verdict_and_exits_0() {
+    let (code, out, _) = sim(&["run", "--seed", "5", "--duration-ms", "10000"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with(retention_sim::TIMELINE_COLUMNS), "{out}");
+    assert!(
+        out.contains("FEN-1   ok") && out.contains("0 violations"),
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_problem() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "--replicas", "0"], "replicas: 0 is not in 1..=5"),
+        (
+            &["run", "--fault", "gremlins=3"],
+            "unknown fault \"gremlins\"",
+        ),
+        (
+            &["run", "--fault", "reject_permille"],
+            "expected NAME=VALUE",
+        ),
+        (
+            &["run", "--fault", "reject_permille=2000"],
+            "faults.reject_permille",
+        ),
+        (&["run", "--pause", "2:100"], "expected 3 numbers"),
+        (
+            &["run", "--replicas", "2", "--crash", "3:100:100"],
+            "events[0].replica",
+        ),
+        (
+            &["run", "--stop-during", "1:sleep:2"],
+            "unknown operation \"sleep\"",
+        ),
+        (&["replay", "{\"seed\":"], "replay token"),
+        (&["explore", "--seeds", "0"], "--seeds must be at least 1"),
+        (&["explore", "--replicas", "6"], "--replicas: 6"),
+        (&["frobnicate"], "unrecognized subcommand"),
+    ];
+    for (args, expected) in cases {
+        let (code, _, err) = sim(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.contains(expected),
+            "{args:?}: {err:?} should mention {expected:?}"
+        );
+    }
+}
+
+#[test]
+fn explore_json_reports_the_summary_keys() {
+    let (code, out, _) = sim(&[
+        "explore", "--seeds", "30", "--swarm", "--jobs", "2", "--json",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let summary: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    for key in [
+        "runs",
+        "violations",
+        "violations_by_clause",
+        "runs_per_sec",
+        "sim_to_wall_ratio",
+        "first_failure",
+    ] {
+        assert!(summary.get(key).is_some(), "missing {key} in {summary}");
+    }
+    assert_eq!(summary["runs"], 30);
+    assert_eq!(summary["violations"], 0);
+    assert!(summary["first_failure"].is_null());
+}

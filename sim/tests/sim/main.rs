@@ -1,0 +1,24 @@
+//! The simulator's integration tests, one binary.
+
+mod checker;
+mod cli;
+mod determinism;
+mod properties;
+mod replay;
+
+/// Without `--cfg madsim` (an exported RUSTFLAGS replaces the one in
+/// `.cargo/config.toml`) madsim silently becomes a thin wrapper over real
+/// time and threads. The library refuses to compile then; this test says so
+/// too, in case that guard is ever lost.
+#[test]
+#[allow(
+    clippy::assertions_on_constants,
+    reason = "the constant is the build's cfg, checked at test time on purpose"
+)]
+fn built_with_cfg_madsim() {
+    assert!(
+        cfg!(madsim),
+        "the simulator was built without `--cfg madsim`: an exported RUSTFLAGS \
+         replaced .cargo/config.toml's flags; run with RUSTFLAGS=\"--cfg madsim\""
+    );
+}

@@ -1,0 +1,129 @@
+//! Property tests: under any generated fault plan, the real worker keeps
+//! every clause. A failure prints through the one failure formatter.
+
+use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
+use retention_sim::{
+    FaultConfig, FaultEvent, OpKind, RunSpec, check, format_failure, parse_token, replay_token, run,
+};
+
+/// At least 1,000 cases by default; `PROPTEST_CASES` overrides.
+fn config(default_cases: u32) -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    ProptestConfig {
+        cases: cases.unwrap_or(default_cases),
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("regressions"))),
+        ..ProptestConfig::default()
+    }
+}
+
+fn faults() -> impl Strategy<Value = FaultConfig> {
+    let knob = |max: u64| prop_oneof![Just(0u64), 1..=max];
+    (
+        knob(400),
+        knob(300),
+        knob(100),
+        knob(100),
+        knob(100),
+        knob(1_000),
+    )
+        .prop_map(
+            |(latency, late, reject, ambiguous, null, skew)| FaultConfig {
+                latency_ms_max: latency,
+                renew_reply_delay_permille: late as u32,
+                reject_permille: reject as u32,
+                ambiguous_permille: ambiguous as u32,
+                null_renew_permille: null as u32,
+                clock_skew_ms_max: skew,
+            },
+        )
+}
+
+fn event(replicas: u32, duration_ms: u64) -> impl Strategy<Value = FaultEvent> {
+    let replica = 1..=replicas;
+    let at = 0..duration_ms;
+    let op = prop_oneof![
+        Just(OpKind::Acquire),
+        Just(OpKind::Renew),
+        Just(OpKind::Delete),
+        Just(OpKind::Release)
+    ];
+    prop_oneof![
+        (replica.clone(), at.clone(), 100..10_000u64).prop_map(|(replica, at_ms, for_ms)| {
+            FaultEvent::Pause {
+                replica,
+                at_ms,
+                for_ms,
+            }
+        }),
+        (replica.clone(), at.clone(), 0..6_000u64).prop_map(
+            |(replica, at_ms, restart_after_ms)| {
+                FaultEvent::Crash {
+                    replica,
+                    at_ms,
+                    restart_after_ms,
+                }
+            }
+        ),
+        (replica.clone(), at, 1..=3u32).prop_map(|(replica, at_ms, callers)| FaultEvent::Stop {
+            replica,
+            at_ms,
+            callers
+        }),
+        (replica, op, 1..=6u32, 1..=3u32).prop_map(|(replica, op, nth, callers)| {
+            FaultEvent::StopDuring {
+                replica,
+                op,
+                nth,
+                callers,
+            }
+        }),
+    ]
+}
+
+/// Seed, replicas, duration, faults and timed events; shrinking drops
+/// events, turns knobs off and shortens the run.
+fn spec() -> impl Strategy<Value = RunSpec> {
+    (any::<u64>(), 1..=5u32, 5_000..=30_000u64)
+        .prop_flat_map(|(seed, replicas, duration_ms)| {
+            let events = prop::collection::vec(event(replicas, duration_ms), 0..4);
+            (
+                Just(seed),
+                Just(replicas),
+                Just(duration_ms),
+                faults(),
+                events,
+            )
+        })
+        .prop_map(|(seed, replicas, duration_ms, faults, events)| RunSpec {
+            seed,
+            replicas,
+            duration_ms,
+            backlog_rows: 2_000,
+            faults,
+            events,
+            ..RunSpec::default()
+        })
+}
+
+proptest! {
+    #![proptest_config(config(1_000))]
+
+    #[test]
+    fn the_worker_keeps_every_clause_under_any_fault_plan(spec in spec()) {
+        let history = run(&spec).expect("generated specs are valid");
+        let verdict = check(&history);
+        prop_assert!(verdict.passed(), "{}", format_failure(&spec, &history, &verdict));
+    }
+}
+
+proptest! {
+    #![proptest_config(config(300))]
+
+    #[test]
+    fn any_spec_survives_its_replay_token(spec in spec()) {
+        prop_assert_eq!(parse_token(&replay_token(&spec)).unwrap(), spec);
+    }
+}

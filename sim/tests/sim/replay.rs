@@ -1,0 +1,64 @@
+//! A failure's printed replay command reproduces the run exactly.
+
+use retention_sim::{RunSpec, check, format_failure, parse_token, replay_command, run, swarm};
+
+/// The token between the single quotes of a printed replay command.
+fn token_of(printed: &str) -> &str {
+    let line = printed
+        .lines()
+        .find(|l| l.contains("-- replay '"))
+        .expect("a replay line");
+    let start = line.find('\'').unwrap() + 1;
+    &line[start..line.rfind('\'').unwrap()]
+}
+
+#[test]
+fn a_printed_replay_command_reproduces_history_and_verdict() {
+    for seed in [3, 17, 99] {
+        let spec = swarm(seed, None);
+        let history = run(&spec).unwrap();
+        let verdict = check(&history);
+        let printed = format_failure(&spec, &history, &verdict);
+        let replayed_spec = parse_token(token_of(&printed)).unwrap();
+        assert_eq!(replayed_spec, spec);
+        let replayed = run(&replayed_spec).unwrap();
+        assert_eq!(replayed.to_jsonl(), history.to_jsonl());
+        assert_eq!(check(&replayed), verdict);
+    }
+}
+
+#[test]
+fn the_default_spec_replays_from_just_its_seed() {
+    let spec = RunSpec {
+        seed: 42,
+        ..RunSpec::default()
+    };
+    assert_eq!(
+        replay_command(&spec),
+        "cargo run --release -p sim -- replay '{\"seed\":42}'"
+    );
+}
+
+#[test]
+fn malformed_tokens_are_refused_with_the_reason() {
+    let cases = [
+        ("{\"seed\":1,", "EOF"),
+        ("{\"seed\":1,\"bogus\":2}", "unknown field `bogus`"),
+        ("{\"seed\":1,\"replicas\":0}", "replicas: 0 is not in 1..=5"),
+        (
+            "{\"seed\":1,\"events\":[{\"kind\":\"pause\",\"replica\":4,\"at_ms\":1,\"for_ms\":1}]}",
+            "events[0].replica",
+        ),
+        (
+            "{\"seed\":1,\"worker\":{\"batch_size\":201}}",
+            "worker.batch_size",
+        ),
+    ];
+    for (token, expected) in cases {
+        let error = parse_token(token).unwrap_err();
+        assert!(
+            error.contains(expected),
+            "{token}: {error:?} should mention {expected:?}"
+        );
+    }
+}
