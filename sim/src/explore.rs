@@ -59,6 +59,15 @@ impl ExploreSummary {
     }
 }
 
+/// The process's peak resident memory in MiB (Linux), for spotting leaks
+/// across long sweeps.
+pub fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
 /// The spec explore runs for `seed`.
 pub fn spec_for(config: &ExploreConfig, seed: u64) -> RunSpec {
     if config.swarm {

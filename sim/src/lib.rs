@@ -41,7 +41,7 @@ mod world;
 
 pub use checker::{CLAUSES, Verdict, Violation, check};
 pub use clock::SimClock;
-pub use explore::{ExploreConfig, ExploreSummary, explore, spec_for};
+pub use explore::{ExploreConfig, ExploreSummary, explore, peak_rss_mb, spec_for};
 pub use failure::{excerpt, format_failure, parse_token, replay_command, replay_token};
 pub use history::{
     Actor, Event, EventKind, Header, History, Invocation, LeaseRec, Outcome, RowRec,

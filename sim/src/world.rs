@@ -142,9 +142,12 @@ async fn simulate(spec: RunSpec) -> History {
     };
 
     let replicas = Arc::new(replicas);
+    // Fault tasks live on a node of their own, killed with the rest at the
+    // end: a task still sleeping when the runtime ends would never be freed.
+    let faults_node = handle.create_node().name("faults").build();
     for event in spec.events.clone() {
         let (handle, replicas, recorder) = (handle.clone(), replicas.clone(), recorder.clone());
-        madsim::task::spawn(async move { inject(&handle, &replicas, &recorder, event).await });
+        faults_node.spawn(async move { inject(&handle, &replicas, &recorder, event).await });
     }
 
     madsim::time::sleep(Duration::from_millis(spec.duration_ms)).await;
@@ -178,10 +181,15 @@ async fn simulate(spec: RunSpec) -> History {
     );
 
     // Free every task before the runtime ends (MADSIM-NOTES, trap 4).
-    for node in service_nodes.iter().chain(replicas.iter().map(|r| &r.node)) {
+    let replica_nodes = replicas.iter().map(|r| &r.node);
+    for node in service_nodes.iter().chain(replica_nodes).chain([&faults_node]) {
         handle.kill(node.id());
     }
     madsim::time::sleep(Duration::from_millis(1)).await;
+    for replica in replicas.iter() {
+        // The worker's ports point back at the context: break the cycle.
+        replica.ctx.worker.lock().expect("worker slot").take();
+    }
     History {
         header,
         events: recorder.take(),

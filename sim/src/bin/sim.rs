@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use retention_sim::{
     ExploreConfig, FaultEvent, OpKind, RunSpec, check, explore, format_failure, parse_token,
-    replay_command, run, swarm,
+    peak_rss_mb, replay_command, run, swarm,
 };
 
 #[derive(Parser)]
@@ -302,6 +302,7 @@ fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
             "runs_per_sec": summary.runs_per_sec(),
             "sim_to_wall_ratio": summary.sim_to_wall_ratio(),
             "first_failure": summary.first_failure.as_ref().map(|(_, command)| command),
+            "peak_rss_mb": peak_rss_mb(),
         });
         println!("{json}");
     } else {
@@ -318,6 +319,9 @@ fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
         }
         if let Some((_, command)) = &summary.first_failure {
             println!("first failure: {command}");
+        }
+        if let Some(mb) = peak_rss_mb() {
+            println!("peak memory {mb:.1} MiB");
         }
     }
     Ok(summary.failed_runs == 0)
