@@ -53,6 +53,9 @@ pub(crate) struct ReplicaCtx {
     pub stop_callers: AtomicU32,
     /// Stop calls spawned and not yet resolved.
     pub stops_pending: AtomicU32,
+    /// Stop calls that arrived while no worker existed (after a crash,
+    /// before the restarted process built its worker).
+    pub stops_deferred: AtomicU32,
 }
 
 impl ReplicaCtx {
@@ -69,6 +72,8 @@ impl ReplicaCtx {
     /// worker, as tasks of the replica's node.
     pub fn spawn_stops(self: &Arc<Self>, callers: u32) {
         let Some(worker) = self.worker.lock().expect("worker slot").clone() else {
+            // The process is starting: it stops as soon as its worker exists.
+            self.stops_deferred.fetch_add(callers, Ordering::Relaxed);
             return;
         };
         if !self.alive.load(Ordering::Relaxed) {
@@ -337,6 +342,10 @@ pub(crate) async fn replica_process(
     let owner = format!("r{}", ctx.replica);
     let worker = Arc::new(Worker::new(owner, config, deps).expect("a validated spec"));
     *ctx.worker.lock().expect("worker slot") = Some(worker.clone());
+    let deferred = ctx.stops_deferred.swap(0, Ordering::Relaxed);
+    if deferred > 0 {
+        ctx.spawn_stops(deferred);
+    }
     let mut jitter = SeededJitter::new(jitter_seed);
     let _ = worker
         .serve(&mut jitter, |report| ctx.record_term_end(report))

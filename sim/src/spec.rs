@@ -133,6 +133,9 @@ pub struct FaultConfig {
     /// Chance that the lease service revokes the lease on a renewal and
     /// answers `None`, so another replica may take over.
     pub null_renew_permille: u32,
+    /// Chance that madsim's network drops any message, request or reply;
+    /// the caller sees a timeout.
+    pub packet_loss_permille: u32,
     /// Each replica's clock is skewed by a fixed amount in
     /// `-clock_skew_ms_max..=clock_skew_ms_max`.
     pub clock_skew_ms_max: u64,
@@ -269,6 +272,7 @@ impl RunSpec {
             ("reject_permille", self.faults.reject_permille),
             ("ambiguous_permille", self.faults.ambiguous_permille),
             ("null_renew_permille", self.faults.null_renew_permille),
+            ("packet_loss_permille", self.faults.packet_loss_permille),
         ];
         for (name, value) in permille {
             if value > 1_000 {

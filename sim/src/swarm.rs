@@ -39,6 +39,7 @@ fn draw_faults(rng: &mut ChaCha8Rng, renew_interval_ms: u64) -> FaultConfig {
         reject_permille: permille(knob(100)),
         ambiguous_permille: permille(knob(100)),
         null_renew_permille: permille(knob(100)),
+        packet_loss_permille: permille(knob(50)),
         clock_skew_ms_max: knob(renew_interval_ms),
     }
 }

@@ -21,9 +21,16 @@ use crate::spec::{FaultEvent, RunSpec, SpecError};
 /// Runs `spec` in a fresh madsim runtime and returns its history.
 pub fn run(spec: &RunSpec) -> Result<History, SpecError> {
     spec.validate()?;
-    let runtime = Runtime::with_seed_and_config(spec.seed, madsim::Config::default());
+    let runtime = Runtime::with_seed_and_config(spec.seed, network(spec));
     let spec = spec.clone();
     Ok(runtime.block_on(simulate(spec)))
+}
+
+/// madsim's configuration for `spec`: its default latency, plus packet loss.
+pub fn network(spec: &RunSpec) -> madsim::Config {
+    let mut config = madsim::Config::default();
+    config.net.packet_loss_rate = f64::from(spec.faults.packet_loss_permille) / 1_000.0;
+    config
 }
 
 /// Runs `spec` inside the madsim runtime already running this task, for
@@ -116,6 +123,7 @@ async fn simulate(spec: RunSpec) -> History {
             alive: AtomicBool::new(true),
             stop_callers: AtomicU32::new(0),
             stops_pending: AtomicU32::new(0),
+            stops_deferred: AtomicU32::new(0),
         });
         let node = start_replica(
             &handle,
@@ -182,7 +190,11 @@ async fn simulate(spec: RunSpec) -> History {
 
     // Free every task before the runtime ends (MADSIM-NOTES, trap 4).
     let replica_nodes = replicas.iter().map(|r| &r.node);
-    for node in service_nodes.iter().chain(replica_nodes).chain([&faults_node]) {
+    for node in service_nodes
+        .iter()
+        .chain(replica_nodes)
+        .chain([&faults_node])
+    {
         handle.kill(node.id());
     }
     madsim::time::sleep(Duration::from_millis(1)).await;
@@ -303,11 +315,13 @@ async fn inject(handle: &Handle, replicas: &[Replica], recorder: &Recorder, even
             recorder.record(actor, term(), EventKind::Crashed);
             replica.ctx.alive.store(false, Ordering::Relaxed);
             replica.ctx.stops_pending.store(0, Ordering::Relaxed);
+            replica.ctx.worker.lock().expect("worker slot").take();
             handle.kill(replica.node.id());
             madsim::time::sleep(Duration::from_millis(restart_after_ms)).await;
             recorder.record(actor, term(), EventKind::Restarted);
             replica.ctx.alive.store(true, Ordering::Relaxed);
             replica.ctx.stops_pending.store(0, Ordering::Relaxed);
+            replica.ctx.worker.lock().expect("worker slot").take();
             handle.restart(replica.node.id());
         }
         FaultEvent::Stop { at_ms, callers, .. } => {

@@ -50,7 +50,8 @@ struct RunArgs {
     #[arg(long)]
     duration_ms: Option<u64>,
     /// A fault knob, NAME=VALUE; names: latency_ms_max, renew_reply_delay_permille,
-    /// reject_permille, ambiguous_permille, null_renew_permille, clock_skew_ms_max.
+    /// reject_permille, ambiguous_permille, null_renew_permille, packet_loss_permille,
+    /// clock_skew_ms_max.
     #[arg(long = "fault", value_name = "NAME=VALUE")]
     faults: Vec<String>,
     /// Pause REPLICA at AT_MS for FOR_MS: `REPLICA:AT_MS:FOR_MS`.
@@ -202,9 +203,10 @@ fn set_fault(spec: &mut RunSpec, text: &str) -> Result<(), String> {
         "reject_permille" => f.reject_permille = small(value)?,
         "ambiguous_permille" => f.ambiguous_permille = small(value)?,
         "null_renew_permille" => f.null_renew_permille = small(value)?,
+        "packet_loss_permille" => f.packet_loss_permille = small(value)?,
         other => {
             return Err(format!(
-                "--fault: unknown fault {other:?}; known: latency_ms_max, renew_reply_delay_permille, reject_permille, ambiguous_permille, null_renew_permille, clock_skew_ms_max"
+                "--fault: unknown fault {other:?}; known: latency_ms_max, renew_reply_delay_permille, reject_permille, ambiguous_permille, null_renew_permille, packet_loss_permille, clock_skew_ms_max"
             ));
         }
     }
@@ -317,8 +319,12 @@ fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
         for (clause, count) in &summary.violations_by_clause {
             println!("  {clause}: {count}");
         }
-        if let Some((_, command)) = &summary.first_failure {
-            println!("first failure: {command}");
+        if let Some((spec, _)) = &summary.first_failure {
+            let history = run(spec).map_err(|error| error.to_string())?;
+            println!(
+                "\nfirst failure:\n{}",
+                format_failure(spec, &history, &check(&history))
+            );
         }
         if let Some(mb) = peak_rss_mb() {
             println!("peak memory {mb:.1} MiB");

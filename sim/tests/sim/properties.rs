@@ -36,6 +36,7 @@ fn faults() -> impl Strategy<Value = FaultConfig> {
                 reject_permille: reject as u32,
                 ambiguous_permille: ambiguous as u32,
                 null_renew_permille: null as u32,
+                packet_loss_permille: loss as u32,
                 clock_skew_ms_max: skew,
             },
         )
