@@ -21,25 +21,27 @@ fn config(default_cases: u32) -> ProptestConfig {
 
 fn faults() -> impl Strategy<Value = FaultConfig> {
     let knob = |max: u64| prop_oneof![Just(0u64), 1..=max];
-    (
+    let permille = |value: u64| u32::try_from(value).expect("below 1000");
+    let knobs = (
         knob(400),
         knob(300),
         knob(100),
         knob(100),
         knob(100),
+        knob(50),
         knob(1_000),
+    );
+    knobs.prop_map(
+        move |(latency, late, reject, ambiguous, null, loss, skew)| FaultConfig {
+            latency_ms_max: latency,
+            renew_reply_delay_permille: permille(late),
+            reject_permille: permille(reject),
+            ambiguous_permille: permille(ambiguous),
+            null_renew_permille: permille(null),
+            packet_loss_permille: permille(loss),
+            clock_skew_ms_max: skew,
+        },
     )
-        .prop_map(
-            |(latency, late, reject, ambiguous, null, skew)| FaultConfig {
-                latency_ms_max: latency,
-                renew_reply_delay_permille: late as u32,
-                reject_permille: reject as u32,
-                ambiguous_permille: ambiguous as u32,
-                null_renew_permille: null as u32,
-                packet_loss_permille: loss as u32,
-                clock_skew_ms_max: skew,
-            },
-        )
 }
 
 fn event(replicas: u32, duration_ms: u64) -> impl Strategy<Value = FaultEvent> {
