@@ -130,3 +130,54 @@ proptest! {
         prop_assert_eq!(parse_token(&replay_token(&spec)).unwrap(), spec);
     }
 }
+
+/// Shrinking works through fresh madsim runtimes and reaches a small plan:
+/// a property that any fenced delete breaks (they happen under many faults)
+/// shrinks to a plan with at most one timed event and two fault knobs on.
+#[test]
+fn shrinking_reaches_a_small_plan() {
+    use proptest::test_runner::{TestCaseError, TestError, TestRunner};
+    let mut runner = TestRunner::new(ProptestConfig {
+        cases: 500,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    let result = runner.run(&spec(), |spec| {
+        let history = run(&spec).expect("generated specs are valid");
+        let fenced = history
+            .events
+            .iter()
+            .any(|e| matches!(e.kind, retention_sim::EventKind::Fenced { .. }));
+        if fenced {
+            Err(TestCaseError::fail("a delete was fenced"))
+        } else {
+            Ok(())
+        }
+    });
+    let Err(TestError::Fail(_, minimal)) = result else {
+        panic!("500 generated plans never fenced a delete: the generator lost its teeth");
+    };
+    let f = &minimal.faults;
+    let knobs_on = [
+        f.latency_ms_max,
+        u64::from(f.renew_reply_delay_permille),
+        u64::from(f.reject_permille),
+        u64::from(f.ambiguous_permille),
+        u64::from(f.null_renew_permille),
+        u64::from(f.packet_loss_permille),
+        f.clock_skew_ms_max,
+    ]
+    .iter()
+    .filter(|&&knob| knob > 0)
+    .count();
+    println!(
+        "shrunk to {} event(s), {knobs_on} knob(s): {}",
+        minimal.events.len(),
+        replay_token(&minimal)
+    );
+    assert!(
+        minimal.events.len() <= 1 && knobs_on <= 2,
+        "not small: {}",
+        replay_token(&minimal)
+    );
+}
