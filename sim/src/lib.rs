@@ -9,7 +9,8 @@
 //! - `replica.rs`: a replica's client side (timeouts, fault injection,
 //!   recording) and its process, which runs the real worker's `serve` loop.
 //! - `recorder.rs`: the shared event log.
-//! - `history.rs`: [`History`] and its events; JSON lines and the timeline.
+//! - `history.rs`: [`History`] and its events, as JSON lines.
+//! - `timeline.rs`: the fixed-column text timeline.
 //! - `checker/`: [`check`] reads a history and reports every [`Violation`]
 //!   by clause ID; `replica.rs` walks each worker's terms, `service.rs` what
 //!   the services applied.
@@ -37,6 +38,7 @@ mod replica;
 mod services;
 mod spec;
 mod swarm;
+mod timeline;
 mod world;
 
 pub use checker::{CLAUSES, Verdict, Violation, check};
@@ -45,8 +47,8 @@ pub use explore::{ExploreConfig, ExploreSummary, explore, peak_rss_mb, spec_for}
 pub use failure::{excerpt, format_failure, parse_token, replay_command, replay_token};
 pub use history::{
     Actor, Event, EventKind, Header, History, Invocation, LeaseRec, Outcome, RowRec,
-    TIMELINE_COLUMNS,
 };
 pub use spec::{FaultConfig, FaultEvent, OpKind, RunSpec, SpecError, WorkerSpec};
 pub use swarm::swarm;
+pub use timeline::TIMELINE_COLUMNS;
 pub use world::{run, run_in_current_runtime};
