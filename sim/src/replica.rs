@@ -111,22 +111,23 @@ impl ReplicaCtx {
     fn draw(&self, op: OpKind) -> CallFaults {
         let f = &self.faults;
         let mut rng = self.rng.lock().expect("fault rng");
-        let mut chance = |permille: u32| permille > 0 && rng.gen_range(0..1_000) < permille;
-        let reject = chance(f.reject_permille);
-        let ambiguous = !reject && chance(f.ambiguous_permille);
-        let revoke = op == OpKind::Renew && !reject && chance(f.null_renew_permille);
-        let late_renewal = op == OpKind::Renew && chance(f.renew_reply_delay_permille);
-        let mut latency = || match f.latency_ms_max {
-            0 => 0,
-            max => rng.gen_range(0..=max),
-        };
-        let request_delay_ms = latency();
-        let mut reply_delay_ms = latency();
+        // Every call draws the same numbers whichever knobs are on, so that
+        // turning one fault off (as shrinking does) leaves the others' draws
+        // where they were.
+        let rolls: [u32; 4] = std::array::from_fn(|_| rng.gen_range(0..1_000));
+        let spreads: [u64; 3] = std::array::from_fn(|_| rng.r#gen());
+        let reject = rolls[0] < f.reject_permille;
+        let ambiguous = !reject && rolls[1] < f.ambiguous_permille;
+        let revoke = op == OpKind::Renew && !reject && rolls[2] < f.null_renew_permille;
+        let late_renewal = op == OpKind::Renew && rolls[3] < f.renew_reply_delay_permille;
+        let within = |spread: u64, max: u64| spread % (max + 1);
+        let request_delay_ms = within(spreads[0], f.latency_ms_max);
+        let mut reply_delay_ms = within(spreads[1], f.latency_ms_max);
         if late_renewal {
             // Past the next renewal tick: an overlapping worker would have
             // issued another renewal meanwhile.
             reply_delay_ms +=
-                self.renew_interval_ms + rng.gen_range(0..=self.renew_interval_ms / 2);
+                self.renew_interval_ms + within(spreads[2], self.renew_interval_ms / 2);
         }
         CallFaults {
             request_delay_ms,
