@@ -18,6 +18,9 @@
 //! - `failure.rs`: [`format_failure`], the one failure formatter, and the
 //!   replay token it prints.
 //! - `explore.rs`: [`explore`] sweeps seeds over threads.
+//! - `scenario.rs`: [`Scenario`] files: a described run and its expected
+//!   outcome, with errors naming file, line and field.
+//! - `report.rs`: [`scenario_report`], the reviewer's view that snapshots hold.
 //! - `clock.rs`: [`SimClock`], the worker's clock on simulated time.
 
 // Without the cfg, madsim is a thin layer over real time and threads, and a
@@ -35,6 +38,8 @@ mod failure;
 mod history;
 mod recorder;
 mod replica;
+mod report;
+mod scenario;
 mod services;
 mod spec;
 mod swarm;
@@ -48,7 +53,9 @@ pub use failure::{excerpt, format_failure, parse_token, replay_command, replay_t
 pub use history::{
     Actor, Event, EventKind, Header, History, Invocation, LeaseRec, Outcome, RowRec,
 };
-pub use spec::{FaultConfig, FaultEvent, OpKind, RunSpec, SpecError, WorkerSpec};
+pub use report::{describe_run, scenario_report, term_footers};
+pub use scenario::{Expect, Scenario, ScenarioError, scenario_files};
+pub use spec::{CallOutcome, FaultConfig, FaultEvent, OpKind, RunSpec, SpecError, WorkerSpec};
 pub use swarm::swarm;
 pub use timeline::TIMELINE_COLUMNS;
 pub use world::{run, run_in_current_runtime};

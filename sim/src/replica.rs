@@ -25,7 +25,7 @@ use crate::services::{
     AcquireReq, Caller, DB_ADDR, DeleteReq, LEASE_ADDR, ReleaseReq, RenewReq, addr, from_rec,
     to_rec,
 };
-use crate::spec::{FaultConfig, OpKind};
+use crate::spec::{CallOutcome, FaultConfig, OpKind};
 
 /// The worker type every replica runs.
 pub(crate) type SimWorker = Worker<SimClock, SimPort, SimPort>;
@@ -44,6 +44,8 @@ pub(crate) struct ReplicaCtx {
     pub calls_by_op: Mutex<BTreeMap<OpKind, u32>>,
     /// (op, nth call, callers): stop the replica when that call is issued.
     pub stop_triggers: Vec<(OpKind, u32, u32)>,
+    /// (op, nth call) -> the fault that call meets.
+    pub call_faults: BTreeMap<(OpKind, u32), ChosenFault>,
     pub worker: Mutex<Option<Arc<SimWorker>>>,
     /// The replica's node, so that stop callers run (and pause, and die)
     /// with the process they stop.
@@ -108,7 +110,7 @@ impl ReplicaCtx {
     }
 
     /// Draws this call's faults.
-    fn draw(&self, op: OpKind) -> CallFaults {
+    fn draw(&self, op: OpKind, nth: u32) -> CallFaults {
         let f = &self.faults;
         let mut rng = self.rng.lock().expect("fault rng");
         // Every call draws the same numbers whichever knobs are on, so that
@@ -129,14 +131,30 @@ impl ReplicaCtx {
             reply_delay_ms +=
                 self.renew_interval_ms + within(spreads[2], self.renew_interval_ms / 2);
         }
-        CallFaults {
+        let mut faults = CallFaults {
             request_delay_ms,
             reply_delay_ms,
             reject,
             ambiguous,
             revoke,
+        };
+        if let Some(chosen) = self.call_faults.get(&(op, nth)) {
+            faults.request_delay_ms += chosen.request_delay_ms;
+            faults.reply_delay_ms += chosen.reply_delay_ms;
+            faults.reject |= chosen.outcome == CallOutcome::Reject;
+            faults.ambiguous |= chosen.outcome == CallOutcome::LoseReply;
+            faults.revoke |= chosen.outcome == CallOutcome::Revoke;
         }
+        faults
     }
+}
+
+/// A fault a scenario put on one chosen call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ChosenFault {
+    pub outcome: CallOutcome,
+    pub request_delay_ms: u64,
+    pub reply_delay_ms: u64,
 }
 
 struct CallFaults {
@@ -171,8 +189,8 @@ impl SimPort {
         }
         let call = ctx.next_call.fetch_add(1, Ordering::Relaxed) + 1;
         ctx.record(EventKind::Invoke { call, invocation });
-        self.fire_stop_triggers(op);
-        let faults = ctx.draw(op);
+        let nth = self.fire_stop_triggers(op);
+        let faults = ctx.draw(op, nth);
         let caller = Caller {
             call,
             replica: ctx.replica,
@@ -215,7 +233,9 @@ impl SimPort {
         result
     }
 
-    fn fire_stop_triggers(&self, op: OpKind) {
+    /// Counts this call of `op`, stops the replica if a trigger says so, and
+    /// returns which call of `op` it is.
+    fn fire_stop_triggers(&self, op: OpKind) -> u32 {
         let ctx = &self.ctx;
         let nth = {
             let mut counts = ctx.calls_by_op.lock().expect("call counts");
@@ -228,6 +248,7 @@ impl SimPort {
                 ctx.spawn_stops(callers);
             }
         }
+        nth
     }
 }
 

@@ -34,8 +34,11 @@ pub struct RunSpec {
     pub worker: WorkerSpec,
     /// Faults; all off by default.
     pub faults: FaultConfig,
-    /// Timed events: pauses, crashes, stops.
+    /// Timed events: pauses, crashes, stops, and faults on chosen calls.
     pub events: Vec<FaultEvent>,
+    /// Each replica's clock skew, r1 first; when empty, drawn from
+    /// `faults.clock_skew_ms_max`.
+    pub skews_ms: Vec<i64>,
 }
 
 impl Default for RunSpec {
@@ -53,6 +56,7 @@ impl Default for RunSpec {
             worker: WorkerSpec::default(),
             faults: FaultConfig::default(),
             events: Vec::new(),
+            skews_ms: Vec::new(),
         }
     }
 }
@@ -179,6 +183,25 @@ pub enum FaultEvent {
         /// How many concurrent callers, 1 or more.
         callers: u32,
     },
+    /// Replica `replica`'s `nth` call of `op` meets `outcome`, after
+    /// `request_delay_ms` on the way in and `reply_delay_ms` on the way back.
+    CallFault {
+        /// The replica, from 1.
+        replica: u32,
+        /// The operation.
+        op: OpKind,
+        /// Which call of that operation, from 1.
+        nth: u32,
+        /// What the service does with it.
+        #[serde(default)]
+        outcome: CallOutcome,
+        /// Extra delay before the request reaches the service.
+        #[serde(default)]
+        request_delay_ms: u64,
+        /// Extra delay before the reply reaches the replica.
+        #[serde(default)]
+        reply_delay_ms: u64,
+    },
     /// `callers` tasks call `stop()` the moment replica `replica` issues its
     /// `nth` call of `op`, so that stop races that call in flight.
     StopDuring {
@@ -200,9 +223,35 @@ impl FaultEvent {
             Self::Pause { replica, .. }
             | Self::Crash { replica, .. }
             | Self::Stop { replica, .. }
-            | Self::StopDuring { replica, .. } => *replica,
+            | Self::StopDuring { replica, .. }
+            | Self::CallFault { replica, .. } => *replica,
         }
     }
+
+    /// When the event happens, for events tied to a time.
+    pub fn at_ms(&self) -> Option<u64> {
+        match self {
+            Self::Pause { at_ms, .. } | Self::Crash { at_ms, .. } | Self::Stop { at_ms, .. } => {
+                Some(*at_ms)
+            }
+            Self::StopDuring { .. } | Self::CallFault { .. } => None,
+        }
+    }
+}
+
+/// What the service does with a call chosen by [`FaultEvent::CallFault`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallOutcome {
+    /// Applies it and answers (only the delays apply).
+    #[default]
+    Normal,
+    /// Refuses it before applying it.
+    Reject,
+    /// Applies it; the reply is lost.
+    LoseReply,
+    /// For a renewal: revokes the lease and answers null.
+    Revoke,
 }
 
 /// The four dependency operations.
@@ -289,6 +338,14 @@ impl RunSpec {
             );
             return fail("db_batch_ms_min".into(), problem);
         }
+        if !self.skews_ms.is_empty() && self.skews_ms.len() != self.replicas as usize {
+            let problem = format!(
+                "has {} entries for {} replicas",
+                self.skews_ms.len(),
+                self.replicas
+            );
+            return fail("skews_ms".into(), problem);
+        }
         if self.rpc_timeout_ms == 0 {
             return fail("rpc_timeout_ms".into(), "must be > 0".into());
         }
@@ -312,6 +369,24 @@ impl RunSpec {
                     format!("events[{index}].callers"),
                     "must be at least 1".into(),
                 );
+            }
+            let (op, nth) = match event {
+                FaultEvent::CallFault { op, nth, .. } | FaultEvent::StopDuring { op, nth, .. } => {
+                    (*op, *nth)
+                }
+                _ => continue,
+            };
+            if nth == 0 {
+                return fail(format!("events[{index}].nth"), "counts calls from 1".into());
+            }
+            if let FaultEvent::CallFault {
+                outcome: CallOutcome::Revoke,
+                ..
+            } = event
+                && op != OpKind::Renew
+            {
+                let problem = format!("revoke applies to renew, not {}", op.name());
+                return fail(format!("events[{index}].outcome"), problem);
             }
         }
         Ok(())

@@ -1,6 +1,7 @@
 //! Builds the simulated world for a [`RunSpec`], runs it under madsim with
 //! its fault plan, and returns the recorded history.
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,9 +15,9 @@ use retention_worker::memory::{LeaseTable, RecordTable};
 use crate::SimClock;
 use crate::history::{Actor, EventKind, Header, History};
 use crate::recorder::Recorder;
-use crate::replica::{ReplicaCtx, replica_process};
+use crate::replica::{ChosenFault, ReplicaCtx, replica_process};
 use crate::services::{database, lease_service};
-use crate::spec::{FaultEvent, RunSpec, SpecError};
+use crate::spec::{FaultEvent, OpKind, RunSpec, SpecError};
 
 /// Runs `spec` in a fresh madsim runtime and returns its history.
 pub fn run(spec: &RunSpec) -> Result<History, SpecError> {
@@ -55,6 +56,36 @@ fn stop_bound_ms(spec: &RunSpec) -> u64 {
     3 * spec.rpc_timeout_ms + pause_ms + 1_000
 }
 
+/// The faults `spec` puts on replica `index`'s chosen calls.
+fn chosen_faults(spec: &RunSpec, index: u32) -> BTreeMap<(OpKind, u32), ChosenFault> {
+    let mut chosen = BTreeMap::new();
+    for event in &spec.events {
+        if let FaultEvent::CallFault {
+            replica,
+            op,
+            nth,
+            outcome,
+            request_delay_ms,
+            reply_delay_ms,
+        } = event
+            && *replica == index
+        {
+            let fault = ChosenFault {
+                outcome: *outcome,
+                request_delay_ms: *request_delay_ms,
+                reply_delay_ms: *reply_delay_ms,
+            };
+            chosen.insert((*op, *nth), fault);
+        }
+    }
+    chosen
+}
+
+/// No fault of any kind: no knob, no event, no skew.
+fn faults_off(spec: &RunSpec) -> bool {
+    !spec.faults.any() && spec.events.is_empty() && spec.skews_ms.iter().all(|skew| *skew == 0)
+}
+
 /// Whether a fault-free run is long enough that the backlog must be gone:
 /// one term per `term_interval + jitter` clears `term_row_cap` rows.
 fn drain_owed(spec: &RunSpec) -> bool {
@@ -62,7 +93,7 @@ fn drain_owed(spec: &RunSpec) -> bool {
     let rows = u64::from(spec.backlog_rows) + u64::from(spec.boundary_rows);
     let terms = rows.div_ceil(u64::from(w.term_row_cap)) + 1;
     let needed_ms = terms * (w.term_interval_ms + w.term_jitter_ms_max) + w.lease_ttl_ms;
-    !spec.faults.any() && spec.events.is_empty() && spec.duration_ms >= needed_ms
+    faults_off(spec) && spec.duration_ms >= needed_ms
 }
 
 struct Replica {
@@ -88,11 +119,16 @@ async fn simulate(spec: RunSpec) -> History {
     let mut skews_ms = Vec::new();
     let mut replicas = Vec::new();
     for index in 1..=spec.replicas {
-        let skew_ms = if skew_max > 0 {
+        let drawn_ms = if skew_max > 0 {
             plan_rng.gen_range(-skew_max..=skew_max)
         } else {
             0
         };
+        let skew_ms = spec
+            .skews_ms
+            .get(index as usize - 1)
+            .copied()
+            .unwrap_or(drawn_ms);
         skews_ms.push(skew_ms);
         let stop_triggers = spec
             .events
@@ -118,6 +154,7 @@ async fn simulate(spec: RunSpec) -> History {
             term: AtomicU32::new(0),
             calls_by_op: Mutex::default(),
             stop_triggers,
+            call_faults: chosen_faults(&spec, index),
             worker: Mutex::new(None),
             node: Mutex::new(None),
             alive: AtomicBool::new(true),
@@ -144,7 +181,7 @@ async fn simulate(spec: RunSpec) -> History {
         term_row_cap: spec.worker.term_row_cap,
         skews_ms,
         initial_rows,
-        faults_off: !spec.faults.any() && spec.events.is_empty(),
+        faults_off: faults_off(&spec),
         drain_owed: drain_owed(&spec),
         stop_bound_ms: stop_bound_ms(&spec),
     };
@@ -328,7 +365,7 @@ async fn inject(handle: &Handle, replicas: &[Replica], recorder: &Recorder, even
             sleep_until(at_ms).await;
             replica.ctx.spawn_stops(callers);
         }
-        FaultEvent::StopDuring { .. } => {}
+        FaultEvent::StopDuring { .. } | FaultEvent::CallFault { .. } => {}
     }
 }
 

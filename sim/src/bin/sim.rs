@@ -8,8 +8,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use retention_sim::{
-    ExploreConfig, FaultEvent, OpKind, RunSpec, check, explore, format_failure, parse_token,
-    peak_rss_mb, replay_command, run, swarm,
+    Expect, ExploreConfig, FaultEvent, OpKind, RunSpec, Scenario, check, explore, format_failure,
+    parse_token, peak_rss_mb, replay_command, run, scenario_report, swarm,
 };
 
 #[derive(Parser)]
@@ -32,6 +32,15 @@ enum Command {
     Replay {
         /// The token (the JSON after `replay` in a failure message).
         token: String,
+        /// Also save the run as a scenario file (its name is the file name).
+        #[arg(long, value_name = "scenarios/NAME.toml")]
+        save: Option<std::path::PathBuf>,
+    },
+    /// Runs scenario files and checks each one's expected outcome.
+    Scenario {
+        /// The files.
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
     },
 }
 
@@ -105,7 +114,13 @@ fn main() -> ExitCode {
         Command::Run(args) => {
             build_spec(&args).and_then(|spec| run_one(&spec, args.jsonl.as_deref()))
         }
-        Command::Replay { token } => parse_token(&token).and_then(|spec| run_one(&spec, None)),
+        Command::Replay { token, save } => parse_token(&token).and_then(|spec| {
+            if let Some(path) = save {
+                save_scenario(&spec, &path)?;
+            }
+            run_one(&spec, None)
+        }),
+        Command::Scenario { files } => run_scenarios(&files),
         Command::Explore(args) => run_explore(&args),
     };
     match result {
@@ -331,4 +346,65 @@ fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
         }
     }
     Ok(summary.failed_runs == 0)
+}
+
+fn run_scenarios(files: &[std::path::PathBuf]) -> Result<bool, String> {
+    let mut all_met = true;
+    for file in files {
+        let scenario = Scenario::load(file).map_err(|error| error.to_string())?;
+        let history = run(&scenario.run).map_err(|error| error.to_string())?;
+        let verdict = check(&history);
+        println!("{}", scenario_report(&scenario, &history, &verdict));
+        match scenario.judge(&verdict, &history.timeline()) {
+            Ok(()) => println!("{}: as expected", file.display()),
+            Err(problems) => {
+                all_met = false;
+                println!("{}: NOT as expected:\n{problems}", file.display());
+            }
+        }
+    }
+    Ok(all_met)
+}
+
+/// Writes `spec` as a scenario that expects what the run does now, so a
+/// failure found once stays a named regression.
+fn save_scenario(spec: &RunSpec, path: &std::path::Path) -> Result<(), String> {
+    let name = path
+        .file_stem()
+        .and_then(|stem| stem.to_str())
+        .ok_or_else(|| format!("{}: not a file name", path.display()))?;
+    let history = run(spec).map_err(|error| error.to_string())?;
+    let verdict = check(&history);
+    let mut violated: Vec<String> = verdict
+        .violations
+        .iter()
+        .map(|v| v.clause.to_owned())
+        .collect();
+    violated.dedup();
+    let Some(first) = verdict.violations.first() else {
+        return Err(format!(
+            "--save: seed {} keeps every clause; there is no failure to keep",
+            spec.seed
+        ));
+    };
+    let scenario = Scenario {
+        name: name.to_owned(),
+        description: format!(
+            "Saved from a replay of seed {}. First finding: {first}",
+            spec.seed
+        ),
+        clauses: violated.clone(),
+        run: spec.clone(),
+        expect: Expect {
+            violates: violated,
+            shows: Vec::new(),
+        },
+    };
+    let comment = "Saved by `sim replay --save`: it expects what the run did when saved.\n\
+                   Once the bug is fixed, empty expect.violates so the scenario must pass.";
+    std::fs::write(path, scenario.to_toml(comment))
+        .map_err(|error| format!("{}: {error}", path.display()))?;
+    Scenario::load(path).map_err(|error| format!("the saved file does not load back: {error}"))?;
+    eprintln!("saved {}", path.display());
+    Ok(())
 }

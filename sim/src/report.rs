@@ -1,0 +1,204 @@
+//! The reviewer's view of a scenario run: a header, the timeline, a footer
+//! per term and the verdict clause by clause. Snapshots store exactly this.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::checker::Verdict;
+use crate::history::{Actor, EventKind, History, Invocation, Outcome};
+use crate::scenario::Scenario;
+use crate::spec::{FaultEvent, RunSpec};
+
+/// The full report of one scenario run.
+pub fn scenario_report(scenario: &Scenario, history: &History, verdict: &Verdict) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "scenario  {}", scenario.name);
+    let _ = writeln!(out, "clauses   {}", scenario.clauses.join(", "));
+    out.push_str(&describe_run(&scenario.run));
+    let expect = match scenario.expect.violates.as_slice() {
+        [] => "keeps every clause".to_owned(),
+        clauses => format!("violates {}", clauses.join(", ")),
+    };
+    let _ = writeln!(out, "expect    {expect}\n");
+    out.push_str(&history.timeline());
+    out.push_str("\nterms\n");
+    out.push_str(&term_footers(history));
+    out.push_str("\nverdict\n");
+    out.push_str(&verdict.summary());
+    for violation in &verdict.violations {
+        let _ = writeln!(out, "  {violation}");
+    }
+    let _ = writeln!(out, "{} violation(s)", verdict.violations.len());
+    out
+}
+
+/// The run's settings in a few lines.
+pub fn describe_run(run: &RunSpec) -> String {
+    let w = &run.worker;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "run       seed {}, {} replica(s), {} ms; rows: {} backlog, {} near the cutoff, {}/s arriving",
+        run.seed,
+        run.replicas,
+        run.duration_ms,
+        run.backlog_rows,
+        run.boundary_rows,
+        run.arrivals_per_sec
+    );
+    let _ = writeln!(
+        out,
+        "worker    lease {} ms, renew every {} ms, margin {} ms, batch {}, cap {}, retention {} ms, term every {}+{} ms",
+        w.lease_ttl_ms,
+        w.renew_interval_ms,
+        w.expiry_margin_ms,
+        w.batch_size,
+        w.term_row_cap,
+        w.retention_ms,
+        w.term_interval_ms,
+        w.term_jitter_ms_max
+    );
+    let f = &run.faults;
+    let knobs = [
+        ("latency_ms_max", f.latency_ms_max),
+        (
+            "renew_reply_delay_permille",
+            u64::from(f.renew_reply_delay_permille),
+        ),
+        ("reject_permille", u64::from(f.reject_permille)),
+        ("ambiguous_permille", u64::from(f.ambiguous_permille)),
+        ("null_renew_permille", u64::from(f.null_renew_permille)),
+        ("packet_loss_permille", u64::from(f.packet_loss_permille)),
+        ("clock_skew_ms_max", f.clock_skew_ms_max),
+    ];
+    let on: Vec<String> = knobs
+        .iter()
+        .filter(|(_, v)| *v > 0)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "faults    {}",
+        if on.is_empty() {
+            "none".into()
+        } else {
+            on.join(", ")
+        }
+    );
+    if !run.skews_ms.is_empty() {
+        let skews: Vec<String> = run
+            .skews_ms
+            .iter()
+            .enumerate()
+            .map(|(i, s)| format!("r{} {s:+} ms", i + 1))
+            .collect();
+        let _ = writeln!(out, "skews     {}", skews.join(", "));
+    }
+    for event in &run.events {
+        let _ = writeln!(out, "event     {}", describe_event(event));
+    }
+    out
+}
+
+fn describe_event(event: &FaultEvent) -> String {
+    match event {
+        FaultEvent::Pause {
+            replica,
+            at_ms,
+            for_ms,
+        } => format!("pause r{replica} at {at_ms} ms for {for_ms} ms"),
+        FaultEvent::Crash {
+            replica,
+            at_ms,
+            restart_after_ms,
+        } => {
+            format!("crash r{replica} at {at_ms} ms, restart {restart_after_ms} ms later")
+        }
+        FaultEvent::Stop {
+            replica,
+            at_ms,
+            callers,
+        } => format!("stop r{replica} at {at_ms} ms ({callers} caller(s))"),
+        FaultEvent::StopDuring {
+            replica,
+            op,
+            nth,
+            callers,
+        } => {
+            format!(
+                "stop r{replica} as it issues {} #{nth} ({callers} caller(s))",
+                op.name()
+            )
+        }
+        FaultEvent::CallFault {
+            replica,
+            op,
+            nth,
+            outcome,
+            request_delay_ms,
+            reply_delay_ms,
+        } => format!(
+            "r{replica} {} #{nth}: {outcome:?}, request +{request_delay_ms} ms, reply +{reply_delay_ms} ms",
+            op.name()
+        ),
+    }
+}
+
+#[derive(Default)]
+struct TermFacts {
+    cutoff: Option<i64>,
+    rows: u64,
+    tokens: Vec<u64>,
+    end: Option<String>,
+}
+
+/// One line per replica term: cutoff, rows, tokens held, how it ended.
+pub fn term_footers(history: &History) -> String {
+    let mut terms: BTreeMap<(u32, u32), TermFacts> = BTreeMap::new();
+    for event in &history.events {
+        let Actor::Replica(replica) = event.actor else {
+            continue;
+        };
+        let facts = terms.entry((replica, event.term)).or_default();
+        match &event.kind {
+            EventKind::Invoke {
+                invocation: Invocation::Delete { older_than_ms, .. },
+                ..
+            } => {
+                facts.cutoff.get_or_insert(*older_than_ms);
+            }
+            EventKind::Return {
+                outcome: Outcome::Deleted(rows),
+                ..
+            } => facts.rows += rows,
+            EventKind::Return {
+                outcome: Outcome::Lease(Some(lease)),
+                ..
+            } => facts.tokens.push(lease.token),
+            EventKind::TermEnded { end, release, .. } => {
+                facts.end = Some(format!("{end}, release {release}"))
+            }
+            _ => {}
+        }
+    }
+    let mut out = String::new();
+    for ((replica, term), facts) in terms.iter().filter(|((_, term), _)| *term > 0) {
+        let cutoff = facts.cutoff.map_or("-".to_owned(), |c| c.to_string());
+        let tokens: Vec<String> = facts.tokens.iter().map(|t| format!("#{t}")).collect();
+        let tokens = if tokens.is_empty() {
+            "none".to_owned()
+        } else {
+            tokens.join(" ")
+        };
+        let end = facts
+            .end
+            .as_deref()
+            .unwrap_or("did not end (crashed or still running)");
+        let _ = writeln!(
+            out,
+            "  r{replica} term {term:>2}: cutoff {cutoff}, {} rows, tokens {tokens}; {end}",
+            facts.rows
+        );
+    }
+    out
+}

@@ -1,0 +1,276 @@
+//! Scenario files: a named, described, reviewer-readable run with its
+//! expected outcome, loaded with errors that name the file, line and field.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use toml::de::{DeTable, DeValue};
+
+use crate::checker::{CLAUSES, Verdict};
+use crate::spec::RunSpec;
+
+/// One scenario file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// The file's name without `.toml`; also the snapshot's name.
+    pub name: String,
+    /// What the scenario shows, for a reviewer.
+    pub description: String,
+    /// The clause IDs it exercises.
+    pub clauses: Vec<String>,
+    /// The run.
+    pub run: RunSpec,
+    /// What must come out of it.
+    #[serde(default)]
+    pub expect: Expect,
+}
+
+/// A scenario's expected outcome.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// Clauses the run must violate; empty means it must keep every clause.
+    #[serde(default)]
+    pub violates: Vec<String>,
+    /// Text the timeline must contain, so the scenario proves it staged its
+    /// story (a pause, a fenced delete, a stop during an acquire...).
+    #[serde(default)]
+    pub shows: Vec<String>,
+}
+
+/// A scenario file that cannot be used, and where the problem is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// The file.
+    pub file: PathBuf,
+    /// The 1-based line, when known.
+    pub line: Option<usize>,
+    /// The field, as a path (`run.events[2].replica`), when known.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub problem: String,
+}
+
+impl std::fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": {field}")?;
+        }
+        write!(f, ": {}", self.problem)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+impl Scenario {
+    /// Reads and checks a scenario file.
+    pub fn load(path: &Path) -> Result<Self, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|error| ScenarioError {
+            file: path.to_owned(),
+            line: None,
+            field: None,
+            problem: error.to_string(),
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// Parses and checks scenario text; `path` names it in errors.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, ScenarioError> {
+        let fail = |field: Option<String>, problem: String, offset: Option<usize>| {
+            let line = offset.map(|at| line_of(text, at));
+            ScenarioError {
+                file: path.to_owned(),
+                line,
+                field,
+                problem,
+            }
+        };
+        let scenario: Self = toml::from_str(text).map_err(|error| {
+            let offset = error.span().map(|span| span.start);
+            let field = offset.and_then(|at| field_at(text, at));
+            fail(field, error.message().trim().to_owned(), offset)
+        })?;
+        scenario.validate(path).map_err(|(field, problem)| {
+            let offset = offset_of(text, &field);
+            fail(Some(field), problem, offset)
+        })?;
+        Ok(scenario)
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), (String, String)> {
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
+        if self.name != stem {
+            return Err((
+                "name".into(),
+                format!("{:?} must match the file name {stem:?}", self.name),
+            ));
+        }
+        let known = |id: &String| CLAUSES.iter().any(|(clause, _)| clause == id);
+        for (list, ids) in [
+            ("clauses", &self.clauses),
+            ("expect.violates", &self.expect.violates),
+        ] {
+            if let Some((index, id)) = ids.iter().enumerate().find(|(_, id)| !known(id)) {
+                return Err((format!("{list}[{index}]"), format!("unknown clause {id:?}")));
+            }
+        }
+        if self.clauses.is_empty() {
+            return Err((
+                "clauses".into(),
+                "name at least one clause the scenario exercises".into(),
+            ));
+        }
+        self.run
+            .validate()
+            .map_err(|error| (format!("run.{}", error.field), error.problem))?;
+        let mut previous: Option<(usize, u64)> = None;
+        for (index, event) in self.run.events.iter().enumerate() {
+            let Some(at_ms) = event.at_ms() else { continue };
+            let field = format!("run.events[{index}].at_ms");
+            if let Some((before, before_ms)) = previous
+                && at_ms < before_ms
+            {
+                let problem = format!(
+                    "{at_ms} ms is in the past: events[{before}] happens at {before_ms} ms"
+                );
+                return Err((field, problem));
+            }
+            if at_ms >= self.run.duration_ms {
+                let problem = format!(
+                    "{at_ms} ms is after the run ends at {} ms",
+                    self.run.duration_ms
+                );
+                return Err((field, problem));
+            }
+            previous = Some((index, at_ms));
+        }
+        Ok(())
+    }
+
+    /// Whether `verdict` and `timeline` meet the expectation; the problems
+    /// otherwise, one per line.
+    pub fn judge(&self, verdict: &Verdict, timeline: &str) -> Result<(), String> {
+        let mut problems = Vec::new();
+        let violated: Vec<&str> = verdict.violations.iter().map(|v| v.clause).collect();
+        for clause in &self.expect.violates {
+            if !violated.contains(&clause.as_str()) {
+                problems.push(format!("expected a {clause} violation, found none"));
+            }
+        }
+        for violation in &verdict.violations {
+            if !self.expect.violates.iter().any(|c| c == violation.clause) {
+                problems.push(format!("unexpected violation: {violation}"));
+            }
+        }
+        for text in &self.expect.shows {
+            if !timeline.contains(text.as_str()) {
+                problems.push(format!("the timeline never shows {text:?}"));
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("\n"))
+        }
+    }
+
+    /// The scenario as TOML, headed by `comment` lines.
+    pub fn to_toml(&self, comment: &str) -> String {
+        let mut out: String = comment.lines().map(|line| format!("# {line}\n")).collect();
+        out.push_str(&toml::to_string_pretty(self).expect("a scenario serialises"));
+        out
+    }
+}
+
+/// Every `*.toml` file in `dir`, sorted by name.
+pub fn scenario_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    files.retain(|path| path.extension().is_some_and(|ext| ext == "toml"));
+    files.sort();
+    Ok(files)
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// The path of the deepest key whose key or value spans `offset`.
+fn field_at(text: &str, offset: usize) -> Option<String> {
+    let table = DeTable::parse(text).ok()?;
+    let mut path = String::new();
+    let mut current = table.get_ref();
+    loop {
+        let (key, value) = current
+            .iter()
+            .find(|(key, value)| key.span().contains(&offset) || value.span().contains(&offset))?;
+        if !path.is_empty() {
+            path.push('.');
+        }
+        path.push_str(key.get_ref());
+        let mut value = value.get_ref();
+        while let DeValue::Array(items) = value {
+            let Some((index, item)) = items
+                .iter()
+                .enumerate()
+                .find(|(_, i)| i.span().contains(&offset))
+            else {
+                return Some(path);
+            };
+            path.push_str(&format!("[{index}]"));
+            value = item.get_ref();
+        }
+        match value {
+            DeValue::Table(table) => current = table,
+            _ => return Some(path),
+        }
+    }
+}
+
+/// The byte offset of the value at `path` (`run.events[2].replica`), or of
+/// the nearest enclosing item that exists.
+fn offset_of(text: &str, path: &str) -> Option<usize> {
+    let table = DeTable::parse(text).ok()?;
+    let mut table = table.get_ref();
+    let mut found = None;
+    for segment in path.split('.') {
+        let (name, indices) = match segment.split_once('[') {
+            Some((name, rest)) => (
+                name,
+                rest.trim_end_matches(']')
+                    .split("][")
+                    .filter_map(|i| i.parse().ok())
+                    .collect(),
+            ),
+            None => (segment, Vec::<usize>::new()),
+        };
+        let (key, mut value) = table
+            .iter()
+            .find(|(key, _)| key.get_ref().as_ref() == name)?;
+        found = Some(key.span().start);
+        for index in indices {
+            let DeValue::Array(items) = value.get_ref() else {
+                return found;
+            };
+            let Some(item) = items.get(index) else {
+                return found;
+            };
+            found = Some(item.span().start);
+            value = item;
+        }
+        match value.get_ref() {
+            DeValue::Table(inner) => table = inner,
+            _ => return found,
+        }
+    }
+    found
+}
