@@ -204,35 +204,29 @@ fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
-/// The path of the deepest key whose key or value spans `offset`.
+/// The field at byte `offset`: the key on that line, under the nearest
+/// table header above it (`[run.worker]`, or the n-th `[[run.events]]`).
 fn field_at(text: &str, offset: usize) -> Option<String> {
-    let table = DeTable::parse(text).ok()?;
-    let mut path = String::new();
-    let mut current = table.get_ref();
-    loop {
-        let (key, value) = current
-            .iter()
-            .find(|(key, value)| key.span().contains(&offset) || value.span().contains(&offset))?;
-        if !path.is_empty() {
-            path.push('.');
+    let offset = offset.min(text.len());
+    let line_start = text[..offset].rfind('\n').map_or(0, |at| at + 1);
+    let line = text[line_start..].lines().next().unwrap_or_default();
+    let key = line
+        .split_once('=')
+        .map(|(key, _)| key.trim().trim_matches('"'));
+    let above: Vec<&str> = text[..line_start].lines().map(str::trim).collect();
+    let header = above.iter().rposition(|l| l.starts_with('[')).map(|at| {
+        let header = above[at];
+        match header.strip_prefix("[[").and_then(|h| h.strip_suffix("]]")) {
+            Some(array) => {
+                let index = above[..=at].iter().filter(|l| **l == header).count() - 1;
+                format!("{array}[{index}]")
+            }
+            None => header.trim_matches(|c| c == '[' || c == ']').to_owned(),
         }
-        path.push_str(key.get_ref());
-        let mut value = value.get_ref();
-        while let DeValue::Array(items) = value {
-            let Some((index, item)) = items
-                .iter()
-                .enumerate()
-                .find(|(_, i)| i.span().contains(&offset))
-            else {
-                return Some(path);
-            };
-            path.push_str(&format!("[{index}]"));
-            value = item.get_ref();
-        }
-        match value {
-            DeValue::Table(table) => current = table,
-            _ => return Some(path),
-        }
+    });
+    match (header, key) {
+        (Some(header), Some(key)) => Some(format!("{header}.{key}")),
+        (header, key) => header.or(key.map(str::to_owned)),
     }
 }
 

@@ -109,3 +109,26 @@ fn memory_stays_flat_over_a_long_sweep() {
         "peak memory grew from {after_200:.1} MiB (200 runs) to {after_4000:.1} MiB (4,000 runs)"
     );
 }
+
+#[test]
+fn replay_save_turns_a_failure_into_a_scenario_that_reproduces_it() {
+    let dir = std::env::temp_dir().join(format!("sim-save-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("slow-database.toml");
+    let token = crate::replay::SLOW_DATABASE;
+    let (code, out, err) = sim(&["replay", token, "--save", path.to_str().unwrap()]);
+    assert_eq!(code, 1, "the replayed run violates LIVE-1: {out}{err}");
+    let scenario = retention_sim::Scenario::load(&path).unwrap();
+    assert_eq!(scenario.run, retention_sim::parse_token(token).unwrap());
+    assert_eq!(scenario.expect.violates, vec!["LIVE-1"]);
+    let (code, out, _) = sim(&["scenario", path.to_str().unwrap()]);
+    assert_eq!(
+        code, 0,
+        "the saved scenario expects exactly what happens: {out}"
+    );
+    assert!(out.contains("as expected"));
+    let (code, _, err) = sim(&["replay", "{\"seed\":1}", "--save", path.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("keeps every clause"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

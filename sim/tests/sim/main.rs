@@ -5,6 +5,7 @@ mod cli;
 mod determinism;
 mod properties;
 mod replay;
+mod scenarios;
 
 /// Without `--cfg madsim` (an exported RUSTFLAGS replaces the one in
 /// `.cargo/config.toml`) madsim silently becomes a thin wrapper over real

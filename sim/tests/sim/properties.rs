@@ -4,7 +4,8 @@
 use proptest::prelude::*;
 use proptest::test_runner::{FileFailurePersistence, RngSeed};
 use retention_sim::{
-    FaultConfig, FaultEvent, OpKind, RunSpec, check, format_failure, parse_token, replay_token, run,
+    CallOutcome, FaultConfig, FaultEvent, OpKind, RunSpec, check, format_failure, parse_token,
+    replay_token, run,
 };
 
 /// At least 1,000 cases by default; `PROPTEST_CASES` overrides. The
@@ -53,6 +54,15 @@ fn faults() -> impl Strategy<Value = FaultConfig> {
     )
 }
 
+fn outcome() -> impl Strategy<Value = CallOutcome> {
+    prop_oneof![
+        Just(CallOutcome::Normal),
+        Just(CallOutcome::Reject),
+        Just(CallOutcome::LoseReply),
+        Just(CallOutcome::Revoke),
+    ]
+}
+
 /// A timed event for replica 1..=5 at 0..30 s; [`spec`] folds both into
 /// the run's replicas and duration, so shrinking never regenerates them.
 fn event() -> impl Strategy<Value = FaultEvent> {
@@ -86,14 +96,33 @@ fn event() -> impl Strategy<Value = FaultEvent> {
             at_ms,
             callers
         }),
-        (replica, op, 1..=6u32, 1..=3u32).prop_map(|(replica, op, nth, callers)| {
-            FaultEvent::StopDuring {
-                replica,
-                op,
-                nth,
-                callers,
+        (replica.clone(), op.clone(), 1..=6u32, 1..=3u32).prop_map(
+            |(replica, op, nth, callers)| {
+                FaultEvent::StopDuring {
+                    replica,
+                    op,
+                    nth,
+                    callers,
+                }
             }
-        }),
+        ),
+        (replica, op, 1..=6u32, outcome(), 0..3_000u64, 0..3_000u64).prop_map(
+            |(replica, op, nth, outcome, request_delay_ms, reply_delay_ms)| {
+                // A revoke only means something for a renewal.
+                let outcome = match outcome {
+                    CallOutcome::Revoke if op != OpKind::Renew => CallOutcome::Reject,
+                    other => other,
+                };
+                FaultEvent::CallFault {
+                    replica,
+                    op,
+                    nth,
+                    outcome,
+                    request_delay_ms,
+                    reply_delay_ms,
+                }
+            }
+        ),
     ]
 }
 
@@ -105,7 +134,9 @@ fn fold(mut event: FaultEvent, replicas: u32, duration_ms: u64) -> FaultEvent {
             *replica = (*replica - 1) % replicas + 1;
             *at_ms %= duration_ms;
         }
-        FaultEvent::StopDuring { replica, .. } => *replica = (*replica - 1) % replicas + 1,
+        FaultEvent::StopDuring { replica, .. } | FaultEvent::CallFault { replica, .. } => {
+            *replica = (*replica - 1) % replicas + 1;
+        }
     }
     event
 }

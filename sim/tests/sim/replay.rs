@@ -62,3 +62,31 @@ fn malformed_tokens_are_refused_with_the_reason() {
         );
     }
 }
+
+/// A database slower than the client's timeout: every delete times out, the
+/// term releases, and the late commit is refused, so the backlog never
+/// drains. The real worker stays safe, and LIVE-1 says it is not live.
+pub const SLOW_DATABASE: &str = r#"{"seed":5,"db_batch_ms_min":3000,"db_batch_ms_max":3000}"#;
+
+#[test]
+fn a_violation_round_trips_through_its_printed_replay_command() {
+    let spec = parse_token(SLOW_DATABASE).unwrap();
+    let history = run(&spec).unwrap();
+    let verdict = check(&history);
+    assert_eq!(
+        verdict
+            .violations
+            .iter()
+            .map(|v| v.clause)
+            .collect::<Vec<_>>(),
+        vec!["LIVE-1"]
+    );
+    let printed = format_failure(&spec, &history, &verdict);
+    assert!(
+        printed.contains("LIVE-1 (seed 5): ") && printed.contains("> "),
+        "{printed}"
+    );
+    let replayed = run(&parse_token(token_of(&printed)).unwrap()).unwrap();
+    assert_eq!(replayed.to_jsonl(), history.to_jsonl());
+    assert_eq!(check(&replayed), verdict);
+}

@@ -1,0 +1,171 @@
+//! Every file in `scenarios/` runs, meets its expectation and matches its
+//! snapshot in `snapshots/`; bad files are refused with file, line and field.
+
+use std::path::{Path, PathBuf};
+
+use retention_sim::{
+    CLAUSES, Scenario, check, format_failure, run, scenario_files, scenario_report,
+};
+
+fn scenarios_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
+}
+
+fn load_all() -> Vec<Scenario> {
+    let files = scenario_files(&scenarios_dir()).expect("the scenarios folder");
+    files
+        .iter()
+        .map(|file| Scenario::load(file).unwrap_or_else(|error| panic!("{error}")))
+        .collect()
+}
+
+#[test]
+fn every_scenario_meets_its_expectation_and_matches_its_snapshot() {
+    let scenarios = load_all();
+    assert!(scenarios.len() >= 25, "only {} scenarios", scenarios.len());
+    let mut unmet = Vec::new();
+    for scenario in &scenarios {
+        let history = run(&scenario.run).expect("a loaded scenario is valid");
+        let verdict = check(&history);
+        let report = scenario_report(scenario, &history, &verdict);
+        if let Err(problems) = scenario.judge(&verdict, &history.timeline()) {
+            let failure = format_failure(&scenario.run, &history, &verdict);
+            unmet.push(format!("{}:\n{problems}\n{failure}", scenario.name));
+        }
+        insta::with_settings!({
+            snapshot_path => "../../../snapshots",
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+            description => scenario.description.trim(),
+        }, {
+            insta::assert_snapshot!(scenario.name.clone(), report);
+        });
+    }
+    assert!(
+        unmet.is_empty(),
+        "scenarios not as expected:\n{}",
+        unmet.join("\n")
+    );
+}
+
+#[test]
+fn every_contract_clause_has_a_scenario_and_every_report_checks_it() {
+    let scenarios = load_all();
+    for (clause, _) in CLAUSES
+        .iter()
+        .filter(|(id, _)| !id.starts_with("DATA") && !id.starts_with("LIVE"))
+    {
+        let covering: Vec<&str> = scenarios
+            .iter()
+            .filter(|s| s.clauses.iter().any(|c| c == clause))
+            .map(|s| s.name.as_str())
+            .collect();
+        assert!(!covering.is_empty(), "no scenario declares {clause}");
+    }
+    for name in [
+        "finding-1",
+        "finding-2",
+        "finding-3",
+        "finding-4",
+        "finding-5",
+    ] {
+        assert!(
+            scenarios.iter().any(|s| s.name.starts_with(name)),
+            "no scenario for {name}"
+        );
+    }
+    let scenario = &scenarios[0];
+    let history = run(&scenario.run).unwrap();
+    let report = scenario_report(scenario, &history, &check(&history));
+    for (clause, _) in CLAUSES {
+        assert!(
+            report.lines().any(|line| line.starts_with(clause)),
+            "the report never checks {clause}"
+        );
+    }
+}
+
+fn refusal(text: &str) -> String {
+    Scenario::parse(Path::new("scenarios/bad.toml"), text)
+        .expect_err("a bad file")
+        .to_string()
+}
+
+const GOOD: &str = r#"name = "bad"
+description = "A scenario with one thing wrong."
+clauses = ["STP-5"]
+
+[run]
+seed = 3
+replicas = 2
+duration_ms = 5000
+
+[[run.events]]
+kind = "stop"
+replica = 1
+at_ms = 2000
+callers = 1
+"#;
+
+#[test]
+fn the_reference_file_for_the_error_tests_is_valid() {
+    let scenario = Scenario::parse(Path::new("scenarios/bad.toml"), GOOD).unwrap();
+    assert_eq!(scenario.run.replicas, 2);
+}
+
+#[test]
+fn bad_files_are_refused_naming_file_line_and_field() {
+    let cases = [
+        (
+            GOOD.replace("duration_ms = 5000", "duration_ms = 5000\nbogus = 1"),
+            "scenarios/bad.toml:9: run.bogus: unknown field `bogus`",
+        ),
+        (
+            GOOD.replace("kind = \"stop\"", "kind = \"meteor\""),
+            "scenarios/bad.toml:11: run.events[0].kind: unknown variant `meteor`",
+        ),
+        (
+            GOOD.replace("replica = 1", "replica = 3"),
+            "scenarios/bad.toml:12: run.events[0].replica: replica 3 does not exist (1..=2)",
+        ),
+        (
+            GOOD.replace("at_ms = 2000", "at_ms = 7000"),
+            "scenarios/bad.toml:13: run.events[0].at_ms: 7000 ms is after the run ends at 5000 ms",
+        ),
+        (
+            format!(
+                "{GOOD}\n[[run.events]]\nkind = \"pause\"\nreplica = 2\nat_ms = 1000\nfor_ms = 100\n"
+            ),
+            "scenarios/bad.toml:19: run.events[1].at_ms: 1000 ms is in the past: events[0] happens at 2000 ms",
+        ),
+        (
+            GOOD.replace("[\"STP-5\"]", "[\"STP-9\"]"),
+            "scenarios/bad.toml:3: clauses[0]: unknown clause \"STP-9\"",
+        ),
+        (
+            GOOD.replace("name = \"bad\"", "name = \"good\""),
+            "scenarios/bad.toml:1: name: \"good\" must match the file name \"bad\"",
+        ),
+        (
+            GOOD.replace("seed = 3", "seed = -3"),
+            "scenarios/bad.toml:6: run.seed:",
+        ),
+    ];
+    for (text, expected) in cases {
+        let error = refusal(&text);
+        assert!(
+            error.starts_with(expected),
+            "got:\n{error}\nexpected it to start with:\n{expected}"
+        );
+    }
+}
+
+#[test]
+fn a_scenario_survives_its_toml_form() {
+    for scenario in load_all().into_iter().take(5) {
+        let text = scenario.to_toml("saved\nby a test");
+        assert!(text.starts_with("# saved\n# by a test\n"));
+        let path = PathBuf::from(format!("{}.toml", scenario.name));
+        assert_eq!(Scenario::parse(&path, &text).unwrap(), scenario);
+    }
+}
