@@ -169,3 +169,16 @@ fn a_scenario_survives_its_toml_form() {
         assert_eq!(Scenario::parse(&path, &text).unwrap(), scenario);
     }
 }
+
+#[test]
+fn the_format_example_in_the_scenarios_readme_is_valid_and_runs_as_it_says() {
+    let readme = std::fs::read_to_string(scenarios_dir().join("README.md")).unwrap();
+    let start = readme.find("```toml\n").expect("a toml example") + "```toml\n".len();
+    let example = &readme[start..start + readme[start..].find("```").unwrap()];
+    let scenario = Scenario::parse(Path::new("stop-racing-acquire.toml"), example).unwrap();
+    let history = run(&scenario.run).unwrap();
+    assert_eq!(
+        scenario.judge(&check(&history), &history.timeline()),
+        Ok(())
+    );
+}
