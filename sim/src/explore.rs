@@ -9,6 +9,7 @@ use crate::checker::check;
 use crate::failure::replay_command;
 use crate::spec::RunSpec;
 use crate::swarm::swarm;
+use crate::variant::Flaw;
 use crate::world::run;
 
 /// What to sweep.
@@ -26,6 +27,8 @@ pub struct ExploreConfig {
     pub base: RunSpec,
     /// Fix the replica count in swarm mode.
     pub replicas: Option<u32>,
+    /// Run the variant with this flaw instead of the real worker.
+    pub flaw: Option<Flaw>,
 }
 
 /// A sweep's results. Violations count runs' violations by clause.
@@ -70,13 +73,17 @@ pub fn peak_rss_mb() -> Option<f64> {
 
 /// The spec explore runs for `seed`.
 pub fn spec_for(config: &ExploreConfig, seed: u64) -> RunSpec {
-    if config.swarm {
+    let spec = if config.swarm {
         swarm(seed, config.replicas)
     } else {
         RunSpec {
             seed,
             ..config.base.clone()
         }
+    };
+    RunSpec {
+        flaw: config.flaw,
+        ..spec
     }
 }
 

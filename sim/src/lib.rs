@@ -21,6 +21,10 @@
 //! - `scenario.rs`: [`Scenario`] files: a described run and its expected
 //!   outcome, with errors naming file, line and field.
 //! - `report.rs`: [`scenario_report`], the reviewer's view that snapshots hold.
+//! - `subject.rs`: the worker under test: [`SimulatedWorker`] and
+//!   [`WorkerFactory`], implemented by [`RealWorker`] and by yours.
+//! - `variant.rs`: [`VariantFactory`], a second worker that carries exactly
+//!   one review [`Flaw`] (or none).
 //! - `clock.rs`: [`SimClock`], the worker's clock on simulated time.
 
 // Without the cfg, madsim is a thin layer over real time and threads, and a
@@ -42,8 +46,10 @@ mod report;
 mod scenario;
 mod services;
 mod spec;
+mod subject;
 mod swarm;
 mod timeline;
+mod variant;
 mod world;
 
 pub use checker::{CLAUSES, Verdict, Violation, check};
@@ -53,9 +59,12 @@ pub use failure::{excerpt, format_failure, parse_token, replay_command, replay_t
 pub use history::{
     Actor, Event, EventKind, Header, History, Invocation, LeaseRec, Outcome, RowRec,
 };
+pub use replica::SimPort;
 pub use report::{describe_run, scenario_report, term_footers};
 pub use scenario::{Expect, Scenario, ScenarioError, scenario_files};
 pub use spec::{CallOutcome, FaultConfig, FaultEvent, OpKind, RunSpec, SpecError, WorkerSpec};
+pub use subject::{BoxFuture, RealWorker, SimDeps, SimulatedWorker, TermSummary, WorkerFactory};
 pub use swarm::swarm;
 pub use timeline::TIMELINE_COLUMNS;
-pub use world::{run, run_in_current_runtime};
+pub use variant::{Flaw, VariantFactory};
+pub use world::{factory_for, run, run_in_current_runtime, run_with};

@@ -14,8 +14,7 @@ use madsim::task::NodeId;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use retention_worker::{
-    CallError, Dependencies, Lease, LeaseService, RecordsRepository, SeededJitter, TermReport,
-    Worker, WorkerConfig,
+    CallError, Dependencies, Lease, LeaseService, RecordsRepository, SeededJitter, WorkerConfig,
 };
 
 use crate::SimClock;
@@ -26,9 +25,7 @@ use crate::services::{
     to_rec,
 };
 use crate::spec::{CallOutcome, FaultConfig, OpKind};
-
-/// The worker type every replica runs.
-pub(crate) type SimWorker = Worker<SimClock, SimPort, SimPort>;
+use crate::subject::{SimulatedWorker, TermSummary, WorkerFactory};
 
 /// What a replica keeps across crashes: its identity, its fault draws, its
 /// term count and the handle to its current worker.
@@ -46,7 +43,7 @@ pub(crate) struct ReplicaCtx {
     pub stop_triggers: Vec<(OpKind, u32, u32)>,
     /// (op, nth call) -> the fault that call meets.
     pub call_faults: BTreeMap<(OpKind, u32), ChosenFault>,
-    pub worker: Mutex<Option<Arc<SimWorker>>>,
+    pub worker: Mutex<Option<Arc<dyn SimulatedWorker>>>,
     /// The replica's node, so that stop callers run (and pause, and die)
     /// with the process they stop.
     pub node: Mutex<Option<NodeId>>,
@@ -100,12 +97,18 @@ impl ReplicaCtx {
         }
     }
 
-    fn record_term_end(&self, report: &TermReport) {
+    fn record_term_end(&self, term: TermSummary) {
+        let TermSummary {
+            end,
+            rows,
+            batches,
+            release,
+        } = term;
         self.record(EventKind::TermEnded {
-            end: format!("{:?}", report.end),
-            rows: report.rows_deleted,
-            batches: report.batches,
-            release: format!("{:?}", report.release),
+            end,
+            rows,
+            batches,
+            release,
         });
     }
 
@@ -165,9 +168,11 @@ struct CallFaults {
     revoke: bool,
 }
 
-/// The lease service and database as one replica reaches them.
+/// The lease service and database as one simulated replica reaches them:
+/// every call is recorded, goes over madsim's network with a timeout, and may
+/// meet an injected fault.
 #[derive(Clone)]
-pub(crate) struct SimPort {
+pub struct SimPort {
     ctx: Arc<ReplicaCtx>,
     endpoint: Arc<Endpoint>,
 }
@@ -347,6 +352,7 @@ impl RecordsRepository for SimPort {
 /// idles, so that stop callers still running on this node can finish.
 pub(crate) async fn replica_process(
     ctx: Arc<ReplicaCtx>,
+    factory: Arc<dyn WorkerFactory>,
     clock: SimClock,
     config: WorkerConfig,
     jitter_seed: u64,
@@ -361,16 +367,13 @@ pub(crate) async fn replica_process(
         leases: port.clone(),
         records: port,
     };
-    let owner = format!("r{}", ctx.replica);
-    let worker = Arc::new(Worker::new(owner, config, deps).expect("a validated spec"));
+    let worker = factory.build(format!("r{}", ctx.replica), config, deps);
     *ctx.worker.lock().expect("worker slot") = Some(worker.clone());
     let deferred = ctx.stops_deferred.swap(0, Ordering::Relaxed);
     if deferred > 0 {
         ctx.spawn_stops(deferred);
     }
-    let mut jitter = SeededJitter::new(jitter_seed);
-    let _ = worker
-        .serve(&mut jitter, |report| ctx.record_term_end(report))
-        .await;
+    let on_term = |term: TermSummary| ctx.record_term_end(term);
+    worker.serve(SeededJitter::new(jitter_seed), &on_term).await;
     std::future::pending::<()>().await;
 }

@@ -4,6 +4,8 @@
 //! pasted back into `sim replay`, and saved as a scenario.
 
 use retention_worker::WorkerConfig;
+
+use crate::variant::Flaw;
 use serde::{Deserialize, Serialize};
 
 /// Everything that determines one run. Same spec, same history.
@@ -39,6 +41,10 @@ pub struct RunSpec {
     /// Each replica's clock skew, r1 first; when empty, drawn from
     /// `faults.clock_skew_ms_max`.
     pub skews_ms: Vec<i64>,
+    /// Run the flawed variant with this review finding instead of the real
+    /// worker. Default: the real worker.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flaw: Option<Flaw>,
 }
 
 impl Default for RunSpec {
@@ -57,6 +63,7 @@ impl Default for RunSpec {
             faults: FaultConfig::default(),
             events: Vec::new(),
             skews_ms: Vec::new(),
+            flaw: None,
         }
     }
 }

@@ -18,13 +18,30 @@ use crate::recorder::Recorder;
 use crate::replica::{ChosenFault, ReplicaCtx, replica_process};
 use crate::services::{database, lease_service};
 use crate::spec::{FaultEvent, OpKind, RunSpec, SpecError};
+use crate::subject::{RealWorker, WorkerFactory};
+use crate::variant::VariantFactory;
 
-/// Runs `spec` in a fresh madsim runtime and returns its history.
+/// Runs `spec` in a fresh madsim runtime and returns its history: the real
+/// worker, or the flawed variant `spec.flaw` names.
 pub fn run(spec: &RunSpec) -> Result<History, SpecError> {
+    run_with(spec, factory_for(spec))
+}
+
+/// Runs `spec` with the workers `factory` builds: your own implementation,
+/// for example. `spec.flaw` is ignored.
+pub fn run_with(spec: &RunSpec, factory: Arc<dyn WorkerFactory>) -> Result<History, SpecError> {
     spec.validate()?;
     let runtime = Runtime::with_seed_and_config(spec.seed, network(spec));
     let spec = spec.clone();
-    Ok(runtime.block_on(simulate(spec)))
+    Ok(runtime.block_on(simulate(spec, factory)))
+}
+
+/// The real worker, or the variant carrying `spec.flaw`.
+pub fn factory_for(spec: &RunSpec) -> Arc<dyn WorkerFactory> {
+    match spec.flaw {
+        None => Arc::new(RealWorker),
+        Some(flaw) => Arc::new(VariantFactory { flaw: Some(flaw) }),
+    }
 }
 
 /// madsim's configuration for `spec`: its default latency, plus packet loss.
@@ -38,7 +55,7 @@ pub fn network(spec: &RunSpec) -> madsim::Config {
 /// callers that manage the runtime themselves (madsim's determinism check).
 pub async fn run_in_current_runtime(spec: &RunSpec) -> Result<History, SpecError> {
     spec.validate()?;
-    Ok(simulate(spec.clone()).await)
+    Ok(simulate(spec.clone(), factory_for(spec)).await)
 }
 
 /// The longest a `stop()` may take: two calls in flight that run into their
@@ -101,7 +118,7 @@ struct Replica {
     node: NodeHandle,
 }
 
-async fn simulate(spec: RunSpec) -> History {
+async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>) -> History {
     let handle = Handle::current();
     let clock = SimClock::new(0);
     let recorder = Arc::new(Recorder::new(clock));
@@ -165,6 +182,7 @@ async fn simulate(spec: RunSpec) -> History {
         let node = start_replica(
             &handle,
             &ctx,
+            &factory,
             clock.skewed(skew_ms),
             &spec,
             plan_rng.r#gen(),
@@ -302,11 +320,12 @@ fn start_services(
 fn start_replica(
     handle: &Handle,
     ctx: &Arc<ReplicaCtx>,
+    factory: &Arc<dyn WorkerFactory>,
     clock: SimClock,
     spec: &RunSpec,
     jitter_seed: u64,
 ) -> NodeHandle {
-    let (ctx, config) = (ctx.clone(), spec.worker.config());
+    let (ctx, config, factory) = (ctx.clone(), spec.worker.config(), factory.clone());
     let restarts = Arc::new(AtomicU32::new(0));
     let index = ctx.replica;
     handle
@@ -316,7 +335,7 @@ fn start_replica(
         .init(move || {
             let incarnation = restarts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let seed = jitter_seed ^ u64::from(incarnation).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            replica_process(ctx.clone(), clock, config.clone(), seed)
+            replica_process(ctx.clone(), factory.clone(), clock, config.clone(), seed)
         })
         .build()
 }

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use retention_sim::{
-    Expect, ExploreConfig, FaultEvent, OpKind, RunSpec, Scenario, check, explore, format_failure,
-    parse_token, peak_rss_mb, replay_command, run, scenario_report, swarm,
+    Expect, ExploreConfig, FaultEvent, Flaw, OpKind, RunSpec, Scenario, check, explore,
+    format_failure, parse_token, peak_rss_mb, replay_command, run, scenario_report, swarm,
 };
 
 #[derive(Parser)]
@@ -78,6 +78,10 @@ struct RunArgs {
     /// Also write the history as JSON lines to this file.
     #[arg(long)]
     jsonl: Option<std::path::PathBuf>,
+    /// Run the flawed variant: overlapping-renewals, stale-release,
+    /// moving-cutoff, uncapped-term or flag-only-stop.
+    #[arg(long, value_parser = parse_flaw)]
+    flaw: Option<Flaw>,
 }
 
 #[derive(Args)]
@@ -100,6 +104,17 @@ struct ExploreArgs {
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Run the flawed variant: overlapping-renewals, stale-release,
+    /// moving-cutoff, uncapped-term or flag-only-stop.
+    #[arg(long, value_parser = parse_flaw)]
+    flaw: Option<Flaw>,
+}
+
+fn parse_flaw(name: &str) -> Result<Flaw, String> {
+    Flaw::from_name(name).ok_or_else(|| {
+        let known: Vec<&str> = Flaw::ALL.iter().map(|flaw| flaw.name()).collect();
+        format!("unknown flaw {name:?}; known: {}", known.join(", "))
+    })
 }
 
 fn main() -> ExitCode {
@@ -164,6 +179,7 @@ fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
     if let Some(duration_ms) = args.duration_ms {
         spec.duration_ms = duration_ms;
     }
+    spec.flaw = args.flaw;
     for fault in &args.faults {
         set_fault(&mut spec, fault)?;
     }
@@ -299,6 +315,7 @@ fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
             ..RunSpec::default()
         },
         replicas: args.replicas,
+        flaw: args.flaw,
     };
     let terminal = std::io::stderr().is_terminal();
     let progress = |done: u64| {

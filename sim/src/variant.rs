@@ -1,0 +1,417 @@
+//! A second worker, shaped like the reviewed TypeScript one, that can carry
+//! exactly one of the review's five flaws. With no flaw it keeps the
+//! contract (the property tests run it that way too), so a violation found
+//! with a flaw on is that flaw's doing.
+
+use std::pin::pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::{Either, join, select};
+use retention_worker::{
+    CallErrorKind, Clock, Jitter, Lease, LeaseService, RecordsRepository, SeededJitter,
+    WorkerConfig,
+};
+use serde::{Deserialize, Serialize};
+use tokio::sync::Notify;
+
+use crate::subject::{BoxFuture, SimDeps, SimulatedWorker, TermSummary, WorkerFactory};
+
+/// The five findings of the review, one flaw each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Flaw {
+    /// Renewals on an interval timer: they overlap, a late reply overwrites
+    /// a newer lease, and a rejected renewal goes unobserved (finding 1).
+    OverlappingRenewals,
+    /// Release with the lease acquire granted, not the renewed one (finding 2).
+    StaleRelease,
+    /// A new cutoff for every batch (finding 3).
+    MovingCutoff,
+    /// No 1,000-row cap per term (finding 4).
+    UncappedTerm,
+    /// `stop()` only sets a flag: no join, no release of a lease acquired
+    /// after it, no release after a failed delete (finding 5).
+    FlagOnlyStop,
+}
+
+impl Flaw {
+    /// Every flaw, in the review's order.
+    pub const ALL: [Self; 5] = [
+        Self::OverlappingRenewals,
+        Self::StaleRelease,
+        Self::MovingCutoff,
+        Self::UncappedTerm,
+        Self::FlagOnlyStop,
+    ];
+
+    /// The name used by `--flaw` and in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::OverlappingRenewals => "overlapping-renewals",
+            Self::StaleRelease => "stale-release",
+            Self::MovingCutoff => "moving-cutoff",
+            Self::UncappedTerm => "uncapped-term",
+            Self::FlagOnlyStop => "flag-only-stop",
+        }
+    }
+
+    /// The flaw called `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|flaw| flaw.name() == name)
+    }
+
+    /// The clauses the review says this flaw breaks.
+    pub fn clauses(self) -> &'static [&'static str] {
+        match self {
+            Self::OverlappingRenewals => &["REN-1", "REN-2", "REN-3"],
+            Self::StaleRelease => &["REL-1"],
+            Self::MovingCutoff => &["CUT-1"],
+            Self::UncappedTerm => &["CAP-1"],
+            Self::FlagOnlyStop => &[
+                "STP-1", "STP-2", "STP-3", "STP-4", "STP-5", "STP-6", "REL-3",
+            ],
+        }
+    }
+}
+
+/// Builds [`Variant`] workers carrying `flaw` (or none).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct VariantFactory {
+    /// The one flaw, if any.
+    pub flaw: Option<Flaw>,
+}
+
+impl WorkerFactory for VariantFactory {
+    fn build(
+        &self,
+        owner: String,
+        config: WorkerConfig,
+        deps: SimDeps,
+    ) -> Arc<dyn SimulatedWorker> {
+        let flags = Mutex::new(Flags::default());
+        let changed = Arc::new(Notify::new());
+        Arc::new(Variant {
+            flaw: self.flaw,
+            owner,
+            config,
+            deps,
+            flags,
+            changed,
+        })
+    }
+}
+
+/// The TypeScript-shaped worker.
+struct Variant {
+    flaw: Option<Flaw>,
+    owner: String,
+    config: WorkerConfig,
+    deps: SimDeps,
+    flags: Mutex<Flags>,
+    /// Woken on every change of `flags` or of a term's cell.
+    changed: Arc<Notify>,
+}
+
+#[derive(Default)]
+struct Flags {
+    stopped: bool,
+    running: bool,
+}
+
+/// What a term's delete loop and renewals share.
+struct Cell {
+    latest: Lease,
+    /// `Some("NullRenewal")` or `Some("RenewalFailed")` once leadership is lost.
+    lost: Option<&'static str>,
+    done: bool,
+    /// Renewal calls not yet answered.
+    renewing: u32,
+}
+
+fn end(end: &str, rows: u64, batches: u32, release: &str) -> TermSummary {
+    TermSummary {
+        end: end.into(),
+        rows,
+        batches,
+        release: release.into(),
+    }
+}
+
+impl Variant {
+    fn has(&self, flaw: Flaw) -> bool {
+        self.flaw == Some(flaw)
+    }
+
+    fn stopped(&self) -> bool {
+        self.flags.lock().expect("flags").stopped
+    }
+
+    fn set_running(&self, running: bool) {
+        self.flags.lock().expect("flags").running = running;
+        self.changed.notify_waiters();
+    }
+
+    /// Sleeps `ms` unless `interrupt` becomes true first; true if it slept.
+    async fn sleep_unless(&self, ms: u64, interrupt: impl Fn() -> bool) -> bool {
+        let mut notified = pin!(self.changed.notified());
+        let sleep = pin!(madsim::time::sleep(Duration::from_millis(ms)));
+        let mut sleep = sleep;
+        loop {
+            notified.as_mut().enable();
+            if interrupt() {
+                return false;
+            }
+            match select(notified.as_mut(), sleep.as_mut()).await {
+                Either::Left(_) => notified.set(self.changed.notified()),
+                Either::Right(_) => return !interrupt(),
+            }
+        }
+    }
+
+    async fn term(&self) -> Option<TermSummary> {
+        {
+            let mut flags = self.flags.lock().expect("flags");
+            if flags.stopped {
+                return None;
+            }
+            flags.running = true;
+        }
+        let summary = self.lead().await;
+        self.set_running(false);
+        Some(summary)
+    }
+
+    async fn lead(&self) -> TermSummary {
+        let acquired = match self.deps.leases.acquire(&self.owner).await {
+            Ok(Some(lease)) => lease,
+            Ok(None) => return end("NotAcquired", 0, 0, "NotOwed"),
+            Err(_) => return end("AcquireFailed", 0, 0, "NotOwed"),
+        };
+        if self.stopped() {
+            if self.has(Flaw::FlagOnlyStop) {
+                return end("Stopped", 0, 0, "Skipped");
+            }
+            return end("Stopped", 0, 0, &self.release(&acquired).await);
+        }
+        let cell = Arc::new(Mutex::new(Cell {
+            latest: acquired.clone(),
+            lost: None,
+            done: false,
+            renewing: 0,
+        }));
+        let (outcome, ()) = join(self.delete_batches(&cell), self.renew(&cell)).await;
+        let (end_name, rows, batches, skip_release) = outcome;
+        let lost = cell.lock().expect("cell").lost;
+        if skip_release {
+            return end(end_name, rows, batches, "Skipped");
+        }
+        let release = match lost {
+            Some("NullRenewal") => "NotOwed".to_owned(),
+            _ => {
+                let latest = cell.lock().expect("cell").latest.clone();
+                let lease = if self.has(Flaw::StaleRelease) {
+                    acquired
+                } else {
+                    latest
+                };
+                self.release(&lease).await
+            }
+        };
+        let end_name = match lost {
+            Some(cause) if end_name == "Lost" => format!("LeadershipLost({cause})"),
+            _ => end_name.to_owned(),
+        };
+        end(&end_name, rows, batches, &release)
+    }
+
+    async fn release(&self, lease: &Lease) -> String {
+        match self.deps.leases.release(lease).await {
+            Ok(()) => "Released".into(),
+            Err(_) => "Failed".into(),
+        }
+    }
+
+    /// The delete loop: (end, rows, batches, skip the release).
+    async fn delete_batches(&self, cell: &Mutex<Cell>) -> (&'static str, u64, u32, bool) {
+        let retention_ms = i64::try_from(self.config.retention_ms).expect("validated");
+        let cap = u64::from(self.config.term_row_cap);
+        let term_cutoff_ms = self.deps.clock.now_ms() - retention_ms;
+        let (mut rows, mut batches) = (0u64, 0u32);
+        let outcome = loop {
+            let token = {
+                let cell = cell.lock().expect("cell");
+                if self.stopped() {
+                    break ("Stopped", false);
+                }
+                if cell.lost.is_some() {
+                    break ("Lost", false);
+                }
+                cell.latest.fencing_token
+            };
+            let cutoff_ms = if self.has(Flaw::MovingCutoff) {
+                self.deps.clock.now_ms() - retention_ms
+            } else {
+                term_cutoff_ms
+            };
+            let batch = self.config.batch_size;
+            let limit = if self.has(Flaw::UncappedTerm) {
+                batch
+            } else {
+                batch.min(u32::try_from(cap - rows).unwrap_or(u32::MAX))
+            };
+            match self
+                .deps
+                .records
+                .delete_batch(cutoff_ms, limit, token)
+                .await
+            {
+                Ok(deleted) => {
+                    rows += deleted;
+                    batches += 1;
+                    if deleted < u64::from(limit) {
+                        break ("Completed", false);
+                    }
+                    if !self.has(Flaw::UncappedTerm) && rows >= cap {
+                        break ("Capped", false);
+                    }
+                }
+                Err(error)
+                    if error.kind == CallErrorKind::Fenced
+                        && self.renewed_since(cell, token).await => {}
+                Err(_) => break ("DeleteFailed", self.has(Flaw::FlagOnlyStop)),
+            }
+        };
+        cell.lock().expect("cell").done = true;
+        self.changed.notify_waiters();
+        (outcome.0, rows, batches, outcome.1)
+    }
+
+    /// A delete refused for its token may have raced our own renewal: wait
+    /// for the renewals in flight, then go on if the token moved.
+    async fn renewed_since(&self, cell: &Mutex<Cell>, token: u64) -> bool {
+        let settled = || {
+            let cell = cell.lock().expect("cell");
+            cell.renewing == 0 || cell.lost.is_some() || self.stopped()
+        };
+        let patience_ms = 10 * self.config.lease_ttl_ms;
+        self.sleep_unless(patience_ms, settled).await;
+        cell.lock().expect("cell").latest.fencing_token > token
+    }
+
+    async fn renew(&self, cell: &Arc<Mutex<Cell>>) {
+        if self.has(Flaw::OverlappingRenewals) {
+            self.renew_on_an_interval(cell).await;
+        } else {
+            self.renew_serially(cell).await;
+        }
+    }
+
+    fn winding_down(&self, cell: &Mutex<Cell>) -> bool {
+        let cell = cell.lock().expect("cell");
+        cell.done || cell.lost.is_some() || self.stopped()
+    }
+
+    async fn renew_serially(&self, cell: &Mutex<Cell>) {
+        let interval = self.config.renew_interval_ms;
+        while self
+            .sleep_unless(interval, || self.winding_down(cell))
+            .await
+        {
+            let lease = {
+                let mut cell = cell.lock().expect("cell");
+                cell.renewing += 1;
+                cell.latest.clone()
+            };
+            let result = self.deps.leases.renew(&lease).await;
+            let mut cell = cell.lock().expect("cell");
+            cell.renewing -= 1;
+            match result {
+                Ok(Some(renewed)) => cell.latest = renewed,
+                Ok(None) => cell.lost = Some("NullRenewal"),
+                Err(_) => cell.lost = Some("RenewalFailed"),
+            }
+            let lost = cell.lost.is_some();
+            drop(cell);
+            self.changed.notify_waiters();
+            if lost {
+                return;
+            }
+        }
+    }
+
+    /// Finding 1: a timer fires every interval whether or not the previous
+    /// renewal answered; each reply overwrites the lease, and a rejection is
+    /// dropped on the floor.
+    async fn renew_on_an_interval(&self, cell: &Arc<Mutex<Cell>>) {
+        let interval = self.config.renew_interval_ms;
+        while self
+            .sleep_unless(interval, || self.winding_down(cell))
+            .await
+        {
+            let lease = {
+                let mut cell = cell.lock().expect("cell");
+                cell.renewing += 1;
+                cell.latest.clone()
+            };
+            let (leases, cell, changed) =
+                (self.deps.leases.clone(), cell.clone(), self.changed.clone());
+            madsim::task::spawn(async move {
+                let result = leases.renew(&lease).await;
+                let mut cell = cell.lock().expect("cell");
+                cell.renewing -= 1;
+                match result {
+                    Ok(Some(renewed)) => cell.latest = renewed,
+                    Ok(None) => cell.lost = Some("NullRenewal"),
+                    Err(_) => {}
+                }
+                drop(cell);
+                changed.notify_waiters();
+            });
+        }
+    }
+}
+
+impl SimulatedWorker for Variant {
+    fn serve<'a>(
+        &'a self,
+        jitter: SeededJitter,
+        on_term: &'a (dyn Fn(TermSummary) + Send + Sync),
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let mut jitter = jitter;
+            while let Some(summary) = self.term().await {
+                let lost = summary.end.starts_with("LeadershipLost");
+                on_term(summary);
+                let base_ms = if lost {
+                    self.config.loss_backoff_ms
+                } else {
+                    self.config.term_interval_ms
+                };
+                let pause_ms = base_ms + jitter.jitter_ms(self.config.term_jitter_ms_max);
+                if !self.sleep_unless(pause_ms, || self.stopped()).await {
+                    return;
+                }
+            }
+        })
+    }
+
+    fn stop(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.flags.lock().expect("flags").stopped = true;
+            self.changed.notify_waiters();
+            if self.has(Flaw::FlagOnlyStop) {
+                return;
+            }
+            let mut notified = pin!(self.changed.notified());
+            loop {
+                notified.as_mut().enable();
+                if !self.flags.lock().expect("flags").running {
+                    return;
+                }
+                notified.as_mut().await;
+                notified.set(self.changed.notified());
+            }
+        })
+    }
+}
