@@ -25,6 +25,8 @@
 //!   [`WorkerFactory`], implemented by [`RealWorker`] and by yours.
 //! - `variant.rs`: [`VariantFactory`], a second worker that carries exactly
 //!   one review [`Flaw`] (or none).
+//! - [`properties`]: the property suite (strategies and a shrinking search)
+//!   for any [`WorkerFactory`].
 //! - `clock.rs`: [`SimClock`], the worker's clock on simulated time.
 
 // Without the cfg, madsim is a thin layer over real time and threads, and a
@@ -40,6 +42,7 @@ mod clock;
 mod explore;
 mod failure;
 mod history;
+pub mod properties;
 mod recorder;
 mod replica;
 mod report;

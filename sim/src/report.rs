@@ -15,9 +15,17 @@ pub fn scenario_report(scenario: &Scenario, history: &History, verdict: &Verdict
     let _ = writeln!(out, "scenario  {}", scenario.name);
     let _ = writeln!(out, "clauses   {}", scenario.clauses.join(", "));
     out.push_str(&describe_run(&scenario.run));
-    let expect = match scenario.expect.violates.as_slice() {
-        [] => "keeps every clause".to_owned(),
-        clauses => format!("violates {}", clauses.join(", ")),
+    let expect = match (scenario.run.flaw, scenario.expect.violates.as_slice()) {
+        (Some(flaw), _) => match scenario.expect.flaws.get(flaw.name()) {
+            Some(clauses) => format!(
+                "violates {} (the {} variant)",
+                clauses.join(", "),
+                flaw.name()
+            ),
+            None => format!("nothing declared for the {} variant", flaw.name()),
+        },
+        (None, []) => "keeps every clause".to_owned(),
+        (None, clauses) => format!("violates {}", clauses.join(", ")),
     };
     let _ = writeln!(out, "expect    {expect}\n");
     out.push_str(&history.timeline());
@@ -85,6 +93,9 @@ pub fn describe_run(run: &RunSpec) -> String {
             on.join(", ")
         }
     );
+    if let Some(flaw) = run.flaw {
+        let _ = writeln!(out, "worker    the flawed variant: {}", flaw.name());
+    }
     if !run.skews_ms.is_empty() {
         let skews: Vec<String> = run
             .skews_ms

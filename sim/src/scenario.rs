@@ -1,6 +1,7 @@
 //! Scenario files: a named, described, reviewer-readable run with its
 //! expected outcome, loaded with errors that name the file, line and field.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -8,6 +9,7 @@ use toml::de::{DeTable, DeValue};
 
 use crate::checker::{CLAUSES, Verdict};
 use crate::spec::RunSpec;
+use crate::variant::Flaw;
 
 /// One scenario file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,6 +39,10 @@ pub struct Expect {
     /// story (a pause, a fenced delete, a stop during an acquire...).
     #[serde(default)]
     pub shows: Vec<String>,
+    /// For a flawed variant (by name, e.g. `stale-release`): clauses the same
+    /// run must violate when that variant replaces the worker.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub flaws: BTreeMap<String, Vec<String>>,
 }
 
 /// A scenario file that cannot be used, and where the problem is.
@@ -122,6 +128,18 @@ impl Scenario {
                 return Err((format!("{list}[{index}]"), format!("unknown clause {id:?}")));
             }
         }
+        for (flaw, clauses) in &self.expect.flaws {
+            let field = format!("expect.flaws.{flaw}");
+            if Flaw::from_name(flaw).is_none() {
+                return Err((field, format!("unknown flaw {flaw:?}")));
+            }
+            if let Some(id) = clauses.iter().find(|id| !known(id)) {
+                return Err((field, format!("unknown clause {id:?}")));
+            }
+            if clauses.is_empty() {
+                return Err((field, "name the clauses the flaw must break".into()));
+            }
+        }
         if self.clauses.is_empty() {
             return Err((
                 "clauses".into(),
@@ -173,6 +191,43 @@ impl Scenario {
         for text in &self.expect.shows {
             if !timeline.contains(text.as_str()) {
                 problems.push(format!("the timeline never shows {text:?}"));
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("\n"))
+        }
+    }
+
+    /// Whether `verdict`, from this scenario's run with `flaw`'s variant,
+    /// breaks every clause `expect.flaws` lists for it and nothing the flaw
+    /// does not explain.
+    pub fn judge_flawed(&self, flaw: Flaw, verdict: &Verdict) -> Result<(), String> {
+        let expected = self.expect.flaws.get(flaw.name()).ok_or_else(|| {
+            format!(
+                "{} has no expect.flaws entry for {}",
+                self.name,
+                flaw.name()
+            )
+        })?;
+        let violated: Vec<&str> = verdict.violations.iter().map(|v| v.clause).collect();
+        let mut problems: Vec<String> = expected
+            .iter()
+            .filter(|clause| !violated.contains(&clause.as_str()))
+            .map(|clause| {
+                format!(
+                    "with {} expected a {clause} violation, found none",
+                    flaw.name()
+                )
+            })
+            .collect();
+        for violation in &verdict.violations {
+            if !flaw.clauses().contains(&violation.clause) {
+                problems.push(format!(
+                    "with {} an unexplained violation: {violation}",
+                    flaw.name()
+                ));
             }
         }
         if problems.is_empty() {

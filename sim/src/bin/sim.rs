@@ -41,6 +41,9 @@ enum Command {
         /// The files.
         #[arg(required = true)]
         files: Vec<std::path::PathBuf>,
+        /// Run the flawed variant instead and check `expect.flaws` for it.
+        #[arg(long, value_parser = parse_flaw)]
+        flaw: Option<Flaw>,
     },
 }
 
@@ -135,7 +138,7 @@ fn main() -> ExitCode {
             }
             run_one(&spec, None)
         }),
-        Command::Scenario { files } => run_scenarios(&files),
+        Command::Scenario { files, flaw } => run_scenarios(&files, flaw),
         Command::Explore(args) => run_explore(&args),
     };
     match result {
@@ -365,14 +368,19 @@ fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
     Ok(summary.failed_runs == 0)
 }
 
-fn run_scenarios(files: &[std::path::PathBuf]) -> Result<bool, String> {
+fn run_scenarios(files: &[std::path::PathBuf], flaw: Option<Flaw>) -> Result<bool, String> {
     let mut all_met = true;
     for file in files {
-        let scenario = Scenario::load(file).map_err(|error| error.to_string())?;
+        let mut scenario = Scenario::load(file).map_err(|error| error.to_string())?;
+        scenario.run.flaw = flaw.or(scenario.run.flaw);
         let history = run(&scenario.run).map_err(|error| error.to_string())?;
         let verdict = check(&history);
         println!("{}", scenario_report(&scenario, &history, &verdict));
-        match scenario.judge(&verdict, &history.timeline()) {
+        let judged = match flaw {
+            Some(flaw) => scenario.judge_flawed(flaw, &verdict),
+            None => scenario.judge(&verdict, &history.timeline()),
+        };
+        match judged {
             Ok(()) => println!("{}: as expected", file.display()),
             Err(problems) => {
                 all_met = false;
@@ -414,7 +422,7 @@ fn save_scenario(spec: &RunSpec, path: &std::path::Path) -> Result<(), String> {
         run: spec.clone(),
         expect: Expect {
             violates: violated,
-            shows: Vec::new(),
+            ..Expect::default()
         },
     };
     let comment = "Saved by `sim replay --save`: it expects what the run did when saved.\n\

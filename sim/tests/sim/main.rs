@@ -3,6 +3,7 @@
 mod checker;
 mod cli;
 mod determinism;
+mod flaws;
 mod properties;
 mod replay;
 mod scenarios;

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use retention_sim::{
-    CLAUSES, Scenario, check, format_failure, run, scenario_files, scenario_report,
+    CLAUSES, Flaw, RunSpec, Scenario, check, format_failure, run, scenario_files, scenario_report,
 };
 
 fn scenarios_dir() -> PathBuf {
@@ -46,6 +46,45 @@ fn every_scenario_meets_its_expectation_and_matches_its_snapshot() {
         "scenarios not as expected:\n{}",
         unmet.join("\n")
     );
+}
+
+/// A finding's scenario fails on its flawed variant with the clauses it
+/// names (and passes on the real worker, above); the failing report is a
+/// snapshot too, `<scenario>--<flaw>.snap`.
+#[test]
+fn every_flawed_variant_breaks_its_scenario_as_expected() {
+    let mut unmet = Vec::new();
+    let mut variants = 0;
+    for scenario in load_all() {
+        for name in scenario.expect.flaws.keys() {
+            let flaw = Flaw::from_name(name).expect("validated on load");
+            let spec = RunSpec {
+                flaw: Some(flaw),
+                ..scenario.run.clone()
+            };
+            let history = run(&spec).unwrap();
+            let verdict = check(&history);
+            if let Err(problems) = scenario.judge_flawed(flaw, &verdict) {
+                unmet.push(format!("{} with {name}: {problems}", scenario.name));
+            }
+            let flawed = Scenario {
+                run: spec,
+                ..scenario.clone()
+            };
+            let report = scenario_report(&flawed, &history, &verdict);
+            insta::with_settings!({
+                snapshot_path => "../../../snapshots",
+                prepend_module_to_snapshot => false,
+                omit_expression => true,
+                description => format!("{} on the {name} variant", scenario.name),
+            }, {
+                insta::assert_snapshot!(format!("{}--{name}", scenario.name), report);
+            });
+            variants += 1;
+        }
+    }
+    assert!(variants >= 5, "only {variants} flawed runs declared");
+    assert!(unmet.is_empty(), "{}", unmet.join("\n"));
 }
 
 #[test]

@@ -1,0 +1,248 @@
+//! The property suite as a library: strategies over fault plans, and a
+//! search that runs any worker implementation through them, so that your
+//! worker faces the same tests as ours.
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use proptest::test_runner::{
+    FileFailurePersistence, RngSeed, TestCaseError, TestError, TestRunner,
+};
+
+use crate::checker::{Verdict, check};
+use crate::failure::format_failure;
+use crate::history::History;
+use crate::spec::SpecError;
+use crate::spec::{CallOutcome, FaultConfig, FaultEvent, OpKind, RunSpec};
+use crate::subject::WorkerFactory;
+use crate::variant::Flaw;
+use crate::world::{run, run_with};
+
+/// At least 1,000 cases by default; `PROPTEST_CASES` overrides. The
+/// generator's seed is fixed so CI is repeatable; `PROPTEST_RNG_SEED` picks
+/// another to explore further.
+pub fn config(default_cases: u32) -> ProptestConfig {
+    let defaults = ProptestConfig::default();
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let seeded = std::env::var_os("PROPTEST_RNG_SEED").is_some();
+    ProptestConfig {
+        cases: cases.unwrap_or(default_cases),
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("regressions"))),
+        rng_seed: if seeded {
+            defaults.rng_seed
+        } else {
+            RngSeed::Fixed(0x5EED)
+        },
+        ..defaults
+    }
+}
+
+/// Fault knobs, each off or at a random strength.
+pub fn faults() -> impl Strategy<Value = FaultConfig> {
+    let knob = |max: u64| prop_oneof![Just(0u64), 1..=max];
+    let permille = |value: u64| u32::try_from(value).expect("below 1000");
+    let knobs = (
+        knob(400),
+        knob(300),
+        knob(100),
+        knob(100),
+        knob(100),
+        knob(50),
+        knob(1_000),
+    );
+    knobs.prop_map(
+        move |(latency, late, reject, ambiguous, null, loss, skew)| FaultConfig {
+            latency_ms_max: latency,
+            renew_reply_delay_permille: permille(late),
+            reject_permille: permille(reject),
+            ambiguous_permille: permille(ambiguous),
+            null_renew_permille: permille(null),
+            packet_loss_permille: permille(loss),
+            clock_skew_ms_max: skew,
+        },
+    )
+}
+
+fn outcome() -> impl Strategy<Value = CallOutcome> {
+    prop_oneof![
+        Just(CallOutcome::Normal),
+        Just(CallOutcome::Reject),
+        Just(CallOutcome::LoseReply),
+        Just(CallOutcome::Revoke),
+    ]
+}
+
+/// A timed event for replica 1..=5 at 0..30 s; [`spec`] folds both into
+/// the run's replicas and duration, so shrinking never regenerates them.
+pub fn event() -> impl Strategy<Value = FaultEvent> {
+    let replica = 1..=5u32;
+    let at = 0..30_000u64;
+    let op = prop_oneof![
+        Just(OpKind::Acquire),
+        Just(OpKind::Renew),
+        Just(OpKind::Delete),
+        Just(OpKind::Release)
+    ];
+    prop_oneof![
+        (replica.clone(), at.clone(), 100..10_000u64).prop_map(|(replica, at_ms, for_ms)| {
+            FaultEvent::Pause {
+                replica,
+                at_ms,
+                for_ms,
+            }
+        }),
+        (replica.clone(), at.clone(), 0..6_000u64).prop_map(
+            |(replica, at_ms, restart_after_ms)| {
+                FaultEvent::Crash {
+                    replica,
+                    at_ms,
+                    restart_after_ms,
+                }
+            }
+        ),
+        (replica.clone(), at, 1..=3u32).prop_map(|(replica, at_ms, callers)| FaultEvent::Stop {
+            replica,
+            at_ms,
+            callers
+        }),
+        (replica.clone(), op.clone(), 1..=6u32, 1..=3u32).prop_map(
+            |(replica, op, nth, callers)| {
+                FaultEvent::StopDuring {
+                    replica,
+                    op,
+                    nth,
+                    callers,
+                }
+            }
+        ),
+        (replica, op, 1..=6u32, outcome(), 0..3_000u64, 0..3_000u64).prop_map(
+            |(replica, op, nth, outcome, request_delay_ms, reply_delay_ms)| {
+                // A revoke only means something for a renewal.
+                let outcome = match outcome {
+                    CallOutcome::Revoke if op != OpKind::Renew => CallOutcome::Reject,
+                    other => other,
+                };
+                FaultEvent::CallFault {
+                    replica,
+                    op,
+                    nth,
+                    outcome,
+                    request_delay_ms,
+                    reply_delay_ms,
+                }
+            }
+        ),
+    ]
+}
+
+fn fold(mut event: FaultEvent, replicas: u32, duration_ms: u64) -> FaultEvent {
+    match &mut event {
+        FaultEvent::Pause { replica, at_ms, .. }
+        | FaultEvent::Crash { replica, at_ms, .. }
+        | FaultEvent::Stop { replica, at_ms, .. } => {
+            *replica = (*replica - 1) % replicas + 1;
+            *at_ms %= duration_ms;
+        }
+        FaultEvent::StopDuring { replica, .. } | FaultEvent::CallFault { replica, .. } => {
+            *replica = (*replica - 1) % replicas + 1;
+        }
+    }
+    event
+}
+
+/// Seed, replicas, duration, faults and timed events; shrinking drops
+/// events, turns knobs off and shortens the run.
+pub fn spec() -> impl Strategy<Value = RunSpec> {
+    let events = prop::collection::vec(event(), 0..4);
+    (any::<u64>(), 1..=5u32, 5_000..=30_000u64, faults(), events).prop_map(
+        |(seed, replicas, duration_ms, faults, events)| RunSpec {
+            seed,
+            replicas,
+            duration_ms,
+            backlog_rows: 2_000,
+            faults,
+            events: events
+                .into_iter()
+                .map(|e| fold(e, replicas, duration_ms))
+                .collect(),
+            ..RunSpec::default()
+        },
+    )
+}
+
+/// The smallest failing plan a search found, after shrinking.
+#[derive(Debug, Clone)]
+pub struct Counterexample {
+    /// The shrunk spec.
+    pub spec: RunSpec,
+    /// Its verdict.
+    pub verdict: Verdict,
+    /// The failure as the one formatter prints it.
+    pub report: String,
+}
+
+/// How big a plan is: timed events plus fault knobs that are on.
+pub fn plan_size(spec: &RunSpec) -> usize {
+    let f = &spec.faults;
+    let knobs = [
+        f.latency_ms_max,
+        u64::from(f.renew_reply_delay_permille),
+        u64::from(f.reject_permille),
+        u64::from(f.ambiguous_permille),
+        u64::from(f.null_renew_permille),
+        u64::from(f.packet_loss_permille),
+        f.clock_skew_ms_max,
+    ];
+    spec.events.len() + knobs.iter().filter(|&&knob| knob > 0).count()
+}
+
+/// Runs `cases` generated plans (see [`spec`]) through the workers `factory`
+/// builds and checks every clause; on a violation, shrinks the plan and
+/// returns the smallest one found. (Its replay command runs the real worker:
+/// a custom factory has no name the command line knows.)
+pub fn search(factory: Arc<dyn WorkerFactory>, cases: u32) -> Result<(), Box<Counterexample>> {
+    search_by(cases, |spec| spec, |spec| run_with(spec, factory.clone()))
+}
+
+/// [`search`] for the real worker (`None`) or a flawed variant; the
+/// counterexample's replay command reproduces it exactly.
+pub fn search_flaw(flaw: Option<Flaw>, cases: u32) -> Result<(), Box<Counterexample>> {
+    search_by(cases, |spec| RunSpec { flaw, ..spec }, run)
+}
+
+fn search_by(
+    cases: u32,
+    prepare: impl Fn(RunSpec) -> RunSpec,
+    simulate: impl Fn(&RunSpec) -> Result<History, SpecError>,
+) -> Result<(), Box<Counterexample>> {
+    let mut runner = TestRunner::new(ProptestConfig {
+        failure_persistence: None,
+        ..config(cases)
+    });
+    let result = runner.run(&spec(), |spec| {
+        let history = simulate(&prepare(spec)).expect("generated specs are valid");
+        let verdict = check(&history);
+        if verdict.passed() {
+            Ok(())
+        } else {
+            Err(TestCaseError::fail("a clause was violated"))
+        }
+    });
+    match result {
+        Ok(()) => Ok(()),
+        Err(TestError::Fail(_, spec)) => {
+            let spec = prepare(spec);
+            let history = simulate(&spec).expect("generated specs are valid");
+            let verdict = check(&history);
+            let report = format_failure(&spec, &history, &verdict);
+            Err(Box::new(Counterexample {
+                spec,
+                verdict,
+                report,
+            }))
+        }
+        Err(TestError::Abort(reason)) => panic!("the property search aborted: {reason}"),
+    }
+}

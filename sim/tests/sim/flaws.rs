@@ -1,0 +1,93 @@
+//! The harness proves itself: each review finding, as a flawed variant, is
+//! found by the searches and named by its clauses, while the real worker and
+//! the flawless variant pass the same searches.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use retention_sim::properties::{plan_size, search, search_flaw};
+use retention_sim::{Flaw, RunSpec, VariantFactory, check, replay_token, run, swarm};
+
+/// How many swarm seeds a flaw may take to show up.
+const SEED_BUDGET: u64 = 50;
+
+fn violated(spec: &RunSpec) -> BTreeSet<&'static str> {
+    check(&run(spec).unwrap())
+        .violations
+        .iter()
+        .map(|v| v.clause)
+        .collect()
+}
+
+#[test]
+fn the_flawless_variant_keeps_every_clause() {
+    let flawless = Arc::new(VariantFactory { flaw: None });
+    if let Err(counterexample) = search(flawless, 300) {
+        panic!(
+            "the variant without a flaw broke the contract:\n{}",
+            counterexample.report
+        );
+    }
+}
+
+#[test]
+fn the_real_worker_passes_the_searches_the_flaws_fail() {
+    for seed in 0..SEED_BUDGET {
+        assert_eq!(violated(&swarm(seed, None)), BTreeSet::new(), "seed {seed}");
+    }
+    if let Err(counterexample) = search_flaw(None, 300) {
+        panic!("{}", counterexample.report);
+    }
+}
+
+#[test]
+fn each_flaw_is_found_within_the_budget_and_named_by_its_clauses() {
+    for flaw in Flaw::ALL {
+        let expected: BTreeSet<&str> = flaw.clauses().iter().copied().collect();
+        let found = (0..SEED_BUDGET).find_map(|seed| {
+            let spec = RunSpec {
+                flaw: Some(flaw),
+                ..swarm(seed, None)
+            };
+            let clauses = violated(&spec);
+            (!clauses.is_empty()).then_some((seed, clauses))
+        });
+        let (seed, clauses) = found.unwrap_or_else(|| {
+            panic!(
+                "{}: no swarm seed below {SEED_BUDGET} finds it",
+                flaw.name()
+            )
+        });
+        assert!(
+            clauses.is_subset(&expected),
+            "{}: seed {seed} broke {clauses:?}, outside {expected:?}",
+            flaw.name()
+        );
+
+        let counterexample =
+            search_flaw(Some(flaw), 300).expect_err("the property search finds the flaw");
+        let shrunk: BTreeSet<&str> = counterexample
+            .verdict
+            .violations
+            .iter()
+            .map(|v| v.clause)
+            .collect();
+        assert!(
+            !shrunk.is_empty() && shrunk.is_subset(&expected),
+            "{}: {shrunk:?}",
+            flaw.name()
+        );
+        let size = plan_size(&counterexample.spec);
+        println!(
+            "{:<22} first swarm seed {seed:>2}; shrunk plan size {size}: {}",
+            flaw.name(),
+            replay_token(&counterexample.spec)
+        );
+        assert!(
+            size <= 3,
+            "{}: the shrunk plan is not small:\n{}",
+            flaw.name(),
+            counterexample.report
+        );
+    }
+}
