@@ -229,6 +229,9 @@ pub enum EventKind {
         rows: u64,
         /// Batches the worker counted.
         batches: u32,
+        /// Renewals the worker counted.
+        #[serde(default)]
+        renewals: u32,
         /// The release outcome.
         release: String,
     },

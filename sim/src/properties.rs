@@ -71,6 +71,7 @@ fn outcome() -> impl Strategy<Value = CallOutcome> {
         Just(CallOutcome::Reject),
         Just(CallOutcome::LoseReply),
         Just(CallOutcome::Revoke),
+        Just(CallOutcome::Corrupt),
     ]
 }
 
@@ -122,6 +123,9 @@ pub fn event() -> impl Strategy<Value = FaultEvent> {
                 // A revoke only means something for a renewal.
                 let outcome = match outcome {
                     CallOutcome::Revoke if op != OpKind::Renew => CallOutcome::Reject,
+                    CallOutcome::Corrupt if !matches!(op, OpKind::Acquire | OpKind::Renew) => {
+                        CallOutcome::Reject
+                    }
                     other => other,
                 };
                 FaultEvent::CallFault {

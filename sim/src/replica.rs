@@ -102,12 +102,14 @@ impl ReplicaCtx {
             end,
             rows,
             batches,
+            renewals,
             release,
         } = term;
         self.record(EventKind::TermEnded {
             end,
             rows,
             batches,
+            renewals,
             release,
         });
     }
@@ -140,6 +142,7 @@ impl ReplicaCtx {
             reject,
             ambiguous,
             revoke,
+            corrupt: false,
         };
         if let Some(chosen) = self.call_faults.get(&(op, nth)) {
             faults.request_delay_ms += chosen.request_delay_ms;
@@ -147,6 +150,7 @@ impl ReplicaCtx {
             faults.reject |= chosen.outcome == CallOutcome::Reject;
             faults.ambiguous |= chosen.outcome == CallOutcome::LoseReply;
             faults.revoke |= chosen.outcome == CallOutcome::Revoke;
+            faults.corrupt |= chosen.outcome == CallOutcome::Corrupt;
         }
         faults
     }
@@ -166,6 +170,7 @@ struct CallFaults {
     reject: bool,
     ambiguous: bool,
     revoke: bool,
+    corrupt: bool,
 }
 
 /// The lease service and database as one simulated replica reaches them:
@@ -186,6 +191,7 @@ impl SimPort {
         to: &str,
         request: impl FnOnce(Caller, bool) -> R,
         outcome: impl FnOnce(&R::Response) -> Outcome,
+        garble: impl FnOnce(R::Response) -> R::Response,
     ) -> Result<R::Response, CallError> {
         let ctx = &self.ctx;
         let op = invocation.kind();
@@ -216,7 +222,11 @@ impl SimPort {
             if faults.ambiguous {
                 return Err(CallError::ambiguous("injected: applied, reply lost"));
             }
-            Ok(answer)
+            Ok(if faults.corrupt {
+                garble(answer)
+            } else {
+                answer
+            })
         };
         let timeout = Duration::from_millis(ctx.rpc_timeout_ms);
         let result = match madsim::time::timeout(timeout, exchange).await {
@@ -285,13 +295,25 @@ impl LeaseService for SimPort {
         let owner = owner_id.to_owned();
         let request = |caller, _| AcquireReq { caller, owner };
         let answer = self
-            .call(Invocation::Acquire, LEASE_ADDR, request, lease_outcome)
+            .call(
+                Invocation::Acquire,
+                LEASE_ADDR,
+                request,
+                lease_outcome,
+                |answer| {
+                    answer.map(|lease| LeaseRec {
+                        owner: "intruder".into(),
+                        ..lease
+                    })
+                },
+            )
             .await?;
         Ok(answer.as_ref().map(from_rec))
     }
 
     async fn renew(&self, lease: &Lease) -> Result<Option<Lease>, CallError> {
         let lease = to_rec(lease);
+        let sent_token = lease.token;
         let invocation = Invocation::Renew {
             lease: lease.clone(),
         };
@@ -301,7 +323,12 @@ impl LeaseService for SimPort {
             revoke,
         };
         let answer = self
-            .call(invocation, LEASE_ADDR, request, lease_outcome)
+            .call(invocation, LEASE_ADDR, request, lease_outcome, |answer| {
+                answer.map(|lease| LeaseRec {
+                    token: sent_token,
+                    ..lease
+                })
+            })
             .await?;
         Ok(answer.as_ref().map(from_rec))
     }
@@ -312,8 +339,14 @@ impl LeaseService for SimPort {
             lease: lease.clone(),
         };
         let request = |caller, _| ReleaseReq { caller, lease };
-        self.call(invocation, LEASE_ADDR, request, |_| Outcome::Done)
-            .await
+        self.call(
+            invocation,
+            LEASE_ADDR,
+            request,
+            |_| Outcome::Done,
+            |answer| answer,
+        )
+        .await
     }
 }
 
@@ -342,7 +375,7 @@ impl RecordsRepository for SimPort {
                 detail: reason.clone(),
             },
         };
-        self.call(invocation, DB_ADDR, request, outcome)
+        self.call(invocation, DB_ADDR, request, outcome, |answer| answer)
             .await?
             .map_err(CallError::fenced)
     }

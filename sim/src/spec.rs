@@ -259,6 +259,10 @@ pub enum CallOutcome {
     LoseReply,
     /// For a renewal: revokes the lease and answers null.
     Revoke,
+    /// For an acquire or a renewal: applies it, then garbles the reply as a
+    /// faulty lease service might: an acquire's lease names another owner
+    /// (`intruder`), a renewal's carries the token it was sent.
+    Corrupt,
 }
 
 /// The four dependency operations.
@@ -393,6 +397,15 @@ impl RunSpec {
                 && op != OpKind::Renew
             {
                 let problem = format!("revoke applies to renew, not {}", op.name());
+                return fail(format!("events[{index}].outcome"), problem);
+            }
+            if let FaultEvent::CallFault {
+                outcome: CallOutcome::Corrupt,
+                ..
+            } = event
+                && !matches!(op, OpKind::Acquire | OpKind::Renew)
+            {
+                let problem = format!("corrupt applies to acquire and renew, not {}", op.name());
                 return fail(format!("events[{index}].outcome"), problem);
             }
         }

@@ -25,6 +25,8 @@ pub struct TermSummary {
     pub rows: u64,
     /// Delete calls that returned a count.
     pub batches: u32,
+    /// Renewals the worker stored.
+    pub renewals: u32,
     /// What happened to the lease, e.g. `Released` or `NotOwed`.
     pub release: String,
 }
@@ -35,6 +37,7 @@ impl From<&TermReport> for TermSummary {
             end: format!("{:?}", report.end),
             rows: report.rows_deleted,
             batches: report.batches,
+            renewals: report.renewals,
             release: format!("{:?}", report.release),
         }
     }

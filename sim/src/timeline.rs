@@ -152,11 +152,14 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
             end,
             rows,
             batches,
+            renewals,
             release,
         } => (
             "term ended".into(),
             None,
-            format!("{end}: {rows} rows in {batches} batches, release {release}"),
+            format!(
+                "{end}: {rows} rows in {batches} batches, {renewals} renewals, release {release}"
+            ),
         ),
         K::StopCalled { caller } => ("stop called".into(), None, format!("caller {caller}")),
         K::StopResolved { caller } => ("stop resolved".into(), None, format!("caller {caller}")),

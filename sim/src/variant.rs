@@ -127,6 +127,8 @@ struct Cell {
     done: bool,
     /// Renewal calls not yet answered.
     renewing: u32,
+    /// Renewals stored.
+    renewals: u32,
 }
 
 fn end(end: &str, rows: u64, batches: u32, release: &str) -> TermSummary {
@@ -134,8 +136,14 @@ fn end(end: &str, rows: u64, batches: u32, release: &str) -> TermSummary {
         end: end.into(),
         rows,
         batches,
+        renewals: 0,
         release: release.into(),
     }
+}
+
+/// A renewal reply the worker may store: ours, and newer than what it sent.
+fn renews(sent: &Lease, reply: &Lease) -> bool {
+    reply.owner_id == sent.owner_id && reply.fencing_token > sent.fencing_token
 }
 
 impl Variant {
@@ -184,7 +192,8 @@ impl Variant {
 
     async fn lead(&self) -> TermSummary {
         let acquired = match self.deps.leases.acquire(&self.owner).await {
-            Ok(Some(lease)) => lease,
+            Ok(Some(lease)) if lease.owner_id == self.owner => lease,
+            Ok(Some(_)) => return end("AcquireFailed", 0, 0, "NotOwed"),
             Ok(None) => return end("NotAcquired", 0, 0, "NotOwed"),
             Err(_) => return end("AcquireFailed", 0, 0, "NotOwed"),
         };
@@ -199,12 +208,19 @@ impl Variant {
             lost: None,
             done: false,
             renewing: 0,
+            renewals: 0,
         }));
         let (outcome, ()) = join(self.delete_batches(&cell), self.renew(&cell)).await;
         let (end_name, rows, batches, skip_release) = outcome;
         let lost = cell.lock().expect("cell").lost;
+        // Counted last: a renewal left in flight (finding 1) may still land
+        // while the release is out, and the report must include it.
+        let with_renewals = |summary: TermSummary| TermSummary {
+            renewals: cell.lock().expect("cell").renewals,
+            ..summary
+        };
         if skip_release {
-            return end(end_name, rows, batches, "Skipped");
+            return with_renewals(end(end_name, rows, batches, "Skipped"));
         }
         let release = match lost {
             Some("NullRenewal") => "NotOwed".to_owned(),
@@ -222,7 +238,7 @@ impl Variant {
             Some(cause) if end_name == "Lost" => format!("LeadershipLost({cause})"),
             _ => end_name.to_owned(),
         };
-        end(&end_name, rows, batches, &release)
+        with_renewals(end(&end_name, rows, batches, &release))
     }
 
     async fn release(&self, lease: &Lease) -> String {
@@ -327,9 +343,12 @@ impl Variant {
             let mut cell = cell.lock().expect("cell");
             cell.renewing -= 1;
             match result {
-                Ok(Some(renewed)) => cell.latest = renewed,
+                Ok(Some(renewed)) if renews(&lease, &renewed) => {
+                    cell.latest = renewed;
+                    cell.renewals += 1;
+                }
                 Ok(None) => cell.lost = Some("NullRenewal"),
-                Err(_) => cell.lost = Some("RenewalFailed"),
+                Ok(Some(_)) | Err(_) => cell.lost = Some("RenewalFailed"),
             }
             let lost = cell.lost.is_some();
             drop(cell);
@@ -361,9 +380,12 @@ impl Variant {
                 let mut cell = cell.lock().expect("cell");
                 cell.renewing -= 1;
                 match result {
-                    Ok(Some(renewed)) => cell.latest = renewed,
+                    Ok(Some(renewed)) if renews(&lease, &renewed) => {
+                        cell.latest = renewed;
+                        cell.renewals += 1;
+                    }
                     Ok(None) => cell.lost = Some("NullRenewal"),
-                    Err(_) => {}
+                    Ok(Some(_)) | Err(_) => {}
                 }
                 drop(cell);
                 changed.notify_waiters();

@@ -28,6 +28,8 @@ pub(crate) struct TermState {
     /// The newest fencing token this term has held, kept after `lease` is
     /// forgotten so that reports can name it.
     pub newest_token: Option<u64>,
+    /// Renewals stored, on time or late.
+    pub renewals: u32,
     /// The first loss of leadership (REN-3); later causes are not recorded.
     pub loss: Option<LossCause>,
     /// A renewal call is in flight: a delete refused for a stale token may
@@ -138,6 +140,7 @@ impl Shared {
                 .as_mut()
                 .expect("a lease is stored only during a term");
             if let Some(held) = &term.lease {
+                term.renewals += 1;
                 assert!(
                     lease.fencing_token > held.fencing_token,
                     "REN-2: stored lease {lease} would overwrite newer {held}"

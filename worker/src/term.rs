@@ -45,14 +45,16 @@ impl<C: Clock, L: LeaseService, R: RecordsRepository> Worker<C, L, R> {
             // CUT-1: the one cutoff of this term.
             let cutoff_ms = self.deps.clock.now_ms().saturating_sub(self.retention_ms);
             report.cutoff_ms = Some(cutoff_ms);
-            let (end, renewals) =
-                join(self.delete_loop(cutoff_ms, &mut report), self.renew_loop()).await;
+            let (end, ()) = join(self.delete_loop(cutoff_ms, &mut report), self.renew_loop()).await;
             report.end = end;
-            report.renewals = renewals;
         }
 
         // REL-1, REL-3, STP-4: the single exit path after acquire.
-        report.last_fencing_token = self.shared.read(|state| state.term().newest_token);
+        let (newest_token, renewals) = self
+            .shared
+            .read(|state| (state.term().newest_token, state.term().renewals));
+        report.last_fencing_token = newest_token;
+        report.renewals = renewals;
         report.release = self.release_held().await;
         report
     }
@@ -169,36 +171,34 @@ impl<C: Clock, L: LeaseService, R: RecordsRepository> Worker<C, L, R> {
     }
 
     /// REN-1: one loop, one renewal at a time, each awaited before the next
-    /// is scheduled. Returns the number of successful renewals.
-    async fn renew_loop(&self) -> u32 {
-        let mut renewals = 0;
+    /// is scheduled.
+    async fn renew_loop(&self) {
         loop {
             // STP-2: stop, loss or the end of deletes cancels the schedule.
             if !self
                 .sleep_unless(self.config.renew_interval_ms, State::winding_down)
                 .await
             {
-                return renewals;
+                return;
             }
             let lease = match self
                 .shared
                 .read(|state| (!state.winding_down()).then(|| state.term().lease.clone()))
             {
                 Some(Some(lease)) => lease,
-                _ => return renewals,
+                _ => return,
             };
             let now_ms = self.deps.clock.now_ms();
             if now_ms >= lease.expires_at_ms {
                 warn!(owner = %self.owner_id, token = lease.fencing_token, "lease expired before renewal");
                 self.shared
                     .declare_loss(LossCause::ExpiredBeforeRenewal, false);
-                return renewals;
+                return;
             }
             let budget_ms = (lease.expires_at_ms - now_ms).unsigned_abs();
             if !self.renew_once(&lease, budget_ms).await {
-                return renewals;
+                return;
             }
-            renewals += 1;
         }
     }
 

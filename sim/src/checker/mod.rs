@@ -10,7 +10,7 @@ use std::fmt;
 use crate::history::History;
 
 /// Every clause the checker checks, in report order. CONTRACT.md's clauses,
-/// then data safety (DATA-*) and liveness (LIVE-*).
+/// then data safety (DATA-*), report honesty (RPT-1) and liveness (LIVE-*).
 pub const CLAUSES: &[(&str, &str)] = &[
     (
         "ACQ-1",
@@ -56,6 +56,7 @@ pub const CLAUSES: &[(&str, &str)] = &[
     ("DATA-1", "no row newer than its term's cutoff is deleted"),
     ("DATA-2", "no row is deleted twice"),
     ("DATA-3", "deleted counts match the database"),
+    ("RPT-1", "a term's report matches its history"),
     ("LIVE-1", "without faults, the backlog drains"),
     ("LIVE-2", "every stop() resolves within a bounded time"),
 ];

@@ -20,6 +20,10 @@ struct Term {
     loss: Option<(usize, bool)>,
     cutoff: Option<(i64, usize)>,
     rows: u64,
+    /// Delete replies with a count.
+    batches: u32,
+    /// Renewal replies granting this replica a newer token than it sent.
+    renewals: u32,
     /// The batch after which no delete may follow (short, or the cap).
     finished: Option<usize>,
     released: Option<usize>,
@@ -77,7 +81,14 @@ impl Walker<'_> {
         match &event.kind {
             EventKind::Invoke { call, invocation } => self.on_invoke(seq, event, *call, invocation),
             EventKind::Return { call, op, outcome } => self.on_return(seq, *call, *op, outcome),
-            EventKind::TermEnded { .. } => self.on_term_end(seq),
+            EventKind::TermEnded {
+                rows,
+                batches,
+                renewals,
+                ..
+            } => {
+                self.on_term_end(seq, (*rows, *batches, *renewals));
+            }
             EventKind::StopCalled { caller } => {
                 self.now.stop_called.get_or_insert(seq);
                 self.now.stops.insert(*caller, (seq, event.at_ms));
@@ -185,7 +196,14 @@ impl Walker<'_> {
         };
         let at_ms = self.history.events[seq].at_ms;
         match (op, outcome) {
+            // A lease naming another owner is not ours to act on (a faulty
+            // lease service's reply); the term has no lease from it.
+            (OpKind::Acquire | OpKind::Renew, Outcome::Lease(Some(lease)))
+                if lease.owner != format!("r{}", self.replica) => {}
             (OpKind::Acquire | OpKind::Renew, Outcome::Lease(Some(lease))) => {
+                if op == OpKind::Renew && lease.token > sent_token(&self.history.events[invoked]) {
+                    term.renewals += 1;
+                }
                 let newer = term
                     .newest
                     .as_ref()
@@ -205,6 +223,7 @@ impl Walker<'_> {
             }
             (OpKind::Delete, Outcome::Deleted(rows)) => {
                 term.rows += rows;
+                term.batches += 1;
                 let limit = match &self.history.events[invoked].kind {
                     EventKind::Invoke {
                         invocation: Invocation::Delete { limit, .. },
@@ -222,10 +241,18 @@ impl Walker<'_> {
         }
     }
 
-    fn on_term_end(&mut self, seq: usize) {
+    fn on_term_end(&mut self, seq: usize, reported: (u64, u32, u32)) {
         let Some(term) = self.now.term.take() else {
             return;
         };
+        let observed = (term.rows, term.batches, term.renewals);
+        if reported != observed {
+            let message = format!(
+                "term {} reported (rows, batches, renewals) = {reported:?}; its replies say {observed:?}",
+                term.number
+            );
+            self.found.flag("RPT-1", &[term.started, seq], message);
+        }
         for (&call, &(op, at)) in &term.in_flight {
             // An abandoned renewal is an unobserved result (REN-3); any other
             // abandoned call is work the term did not await (STP-3).
@@ -381,5 +408,16 @@ fn check_delete(
             &[finished, seq],
             "delete issued after the term's short or final batch",
         );
+    }
+}
+
+/// The token a renew invoke sent.
+fn sent_token(invoke: &Event) -> u64 {
+    match &invoke.kind {
+        EventKind::Invoke {
+            invocation: Invocation::Renew { lease },
+            ..
+        } => lease.token,
+        _ => unreachable!("a renew reply answers a renew invoke"),
     }
 }

@@ -247,7 +247,23 @@ fn term_ended() -> EventKind {
         end: "Completed".into(),
         rows: 237,
         batches: 2,
+        renewals: 1,
         release: "Released".into(),
+    }
+}
+
+/// Makes a term's report say `rows` in `batches`, with no renewal if none.
+fn set_counts(kind: &mut EventKind, report_rows: u64, report_batches: u32) {
+    if let EventKind::TermEnded {
+        rows,
+        batches,
+        renewals,
+        ..
+    } = kind
+    {
+        *rows = report_rows;
+        *batches = report_batches;
+        *renewals = u32::from(report_batches > 0);
     }
 }
 
@@ -497,6 +513,7 @@ fn stp_3_ending_with_a_call_abandoned_after_stop() {
     let s = Script::correct()
         .insert(11, Actor::Replica(1), EventKind::StopCalled { caller: 1 })
         .without(&[13])
+        .edit(16, |k| set_counts(k, 200, 1))
         .insert(17, Actor::Replica(1), EventKind::StopResolved { caller: 1 });
     assert_eq!(s.flagged(), vec!["STP-3"]);
 }
@@ -506,6 +523,7 @@ fn stp_4_stop_racing_acquire_leaves_the_lease_held() {
     let s = Script::correct()
         .insert(1, Actor::Replica(1), EventKind::StopCalled { caller: 1 })
         .without(&[4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16])
+        .edit(4, |k| set_counts(k, 0, 0))
         .insert(5, Actor::Replica(1), EventKind::StopResolved { caller: 1 })
         .edit(6, |k| {
             *k = EventKind::Final {
@@ -615,4 +633,15 @@ fn live_2_a_stop_that_never_resolves_or_takes_too_long() {
         .insert(0, Actor::Replica(1), EventKind::StopCalled { caller: 1 })
         .insert(17, Actor::Replica(1), EventKind::StopResolved { caller: 1 });
     assert!(slow.flagged().contains(&"LIVE-2"), "{:?}", slow.flagged());
+}
+
+#[test]
+fn rpt_1_a_report_that_does_not_match_the_replies() {
+    let last_term_end = 16;
+    let s = Script::correct().edit(last_term_end, |k| {
+        if let EventKind::TermEnded { rows, .. } = k {
+            *rows = 300;
+        }
+    });
+    assert_eq!(s.flagged(), vec!["RPT-1"]);
 }

@@ -1,5 +1,6 @@
 //! The simulator's integration tests, one binary.
 
+mod api;
 mod checker;
 mod cli;
 mod determinism;

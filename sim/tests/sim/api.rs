@@ -1,0 +1,129 @@
+//! The worker's API guards, exercised on madsim's clock: one `run()` or
+//! `serve()` at a time, and `stop()` terminal for both.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::join;
+use madsim::runtime::Runtime;
+use retention_sim::SimClock;
+use retention_worker::memory::{InMemoryBackend, RecordTable};
+use retention_worker::{
+    CallError, Dependencies, RecordsRepository, RunError, SeededJitter, TermEnd, Worker,
+    WorkerConfig,
+};
+
+type Backend = Arc<InMemoryBackend<SimClock>>;
+type MemoryWorker = Worker<SimClock, Backend, SlowRecords>;
+
+/// The in-memory repository, taking 10 ms of simulated time per batch so
+/// that a term is in progress long enough to be raced.
+struct SlowRecords(Backend);
+
+impl RecordsRepository for SlowRecords {
+    async fn delete_batch(
+        &self,
+        older_than_ms: i64,
+        limit: u32,
+        token: u64,
+    ) -> Result<u64, CallError> {
+        madsim::time::sleep(Duration::from_millis(10)).await;
+        self.0.delete_batch(older_than_ms, limit, token).await
+    }
+}
+
+fn worker(rows: u32) -> Arc<MemoryWorker> {
+    let clock = SimClock::new(0);
+    let mut table = RecordTable::new();
+    for age in 0..rows {
+        table.insert(-3_000_000_000 - i64::from(age));
+    }
+    let backend = Arc::new(InMemoryBackend::new(clock, 30_000, table));
+    let deps = Dependencies {
+        clock,
+        leases: backend.clone(),
+        records: SlowRecords(backend),
+    };
+    Arc::new(Worker::new("r1", WorkerConfig::default(), deps).unwrap())
+}
+
+#[test]
+fn a_second_serve_is_refused_while_the_first_waits_between_terms() {
+    Runtime::new().block_on(async {
+        let worker = worker(100);
+        let serving = worker.clone();
+        let first =
+            madsim::task::spawn(
+                async move { serving.serve(&mut SeededJitter::new(1), |_| {}).await },
+            );
+        madsim::time::sleep(Duration::from_millis(1_000)).await;
+        let second = worker.serve(&mut SeededJitter::new(2), |_| {}).await;
+        assert_eq!(second.unwrap_err(), RunError::AlreadyRunning);
+        assert_eq!(
+            worker.run().await.map(|r| r.end),
+            Ok(TermEnd::Completed),
+            "run between terms is allowed"
+        );
+        worker.stop().await;
+        assert_eq!(first.await.unwrap().unwrap().terms, 1);
+        assert_eq!(
+            worker
+                .serve(&mut SeededJitter::new(3), |_| {})
+                .await
+                .unwrap_err(),
+            RunError::Stopped
+        );
+    });
+}
+
+#[test]
+fn a_run_during_a_running_term_is_refused() {
+    Runtime::new().block_on(async {
+        let worker = worker(5_000);
+        let (first, second) = join(worker.run(), worker.run()).await;
+        assert_eq!(first.unwrap().end, TermEnd::Capped);
+        assert_eq!(second.unwrap_err(), RunError::AlreadyRunning);
+    });
+}
+
+#[test]
+fn accessors_debug_and_serve_totals_tell_the_truth() {
+    Runtime::new().block_on(async {
+        let worker = worker(2_500);
+        assert_eq!(worker.owner_id(), "r1");
+        assert_eq!(worker.config(), &WorkerConfig::default());
+        let debug = format!("{worker:?}");
+        assert!(
+            debug.starts_with("Worker {") && debug.contains("owner_id: \"r1\""),
+            "{debug}"
+        );
+
+        let serving = worker.clone();
+        let ends = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = ends.clone();
+        let serve = madsim::task::spawn(async move {
+            let record = move |report: &retention_worker::TermReport| {
+                seen.lock()
+                    .unwrap()
+                    .push((report.end.clone(), report.rows_deleted))
+            };
+            serving.serve(&mut SeededJitter::new(5), record).await
+        });
+        madsim::time::sleep(Duration::from_secs(600)).await;
+        worker.stop().await;
+        let summary = serve.await.unwrap().unwrap();
+        let ends = ends.lock().unwrap();
+        assert!(ends.len() >= 4, "{ends:?}");
+        assert_eq!(summary.terms as usize, ends.len());
+        assert_eq!(
+            summary.terms_led, summary.terms,
+            "every term acquired: nobody else contends"
+        );
+        assert_eq!(summary.terms_lost, 0);
+        assert_eq!(
+            summary.rows_deleted,
+            ends.iter().map(|(_, rows)| rows).sum::<u64>()
+        );
+        assert_eq!(summary.rows_deleted, 2_500);
+    });
+}
