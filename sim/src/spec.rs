@@ -319,10 +319,8 @@ impl RunSpec {
             );
         }
         if let Err(error) = self.worker.config().validate() {
-            return fail(
-                format!("worker.{}", error.field),
-                format!("{} {}", error.value, error.rule),
-            );
+            // The worker's own message names the field, value and rule.
+            return fail(format!("worker.{}", error.field), error.to_string());
         }
         let permille = [
             (

@@ -31,10 +31,16 @@ pub fn run(spec: &RunSpec) -> Result<History, SpecError> {
 /// for example. `spec.flaw` is ignored.
 pub fn run_with(spec: &RunSpec, factory: Arc<dyn WorkerFactory>) -> Result<History, SpecError> {
     spec.validate()?;
-    let runtime = Runtime::with_seed_and_config(spec.seed, network(spec));
+    let mut runtime = Runtime::with_seed_and_config(spec.seed, network(spec));
+    // A run that outlives its schedule by this much is stuck: madsim stops it
+    // with a panic instead of letting it spin on.
+    runtime.set_time_limit(Duration::from_millis(spec.duration_ms + STUCK_AFTER_MS));
     let spec = spec.clone();
     Ok(runtime.block_on(simulate(spec, factory)))
 }
+
+/// Simulated time past the end of the schedule after which a run is stuck.
+const STUCK_AFTER_MS: u64 = 600_000;
 
 /// The real worker, or the variant carrying `spec.flaw`.
 pub fn factory_for(spec: &RunSpec) -> Arc<dyn WorkerFactory> {

@@ -16,7 +16,7 @@ use retention_worker::{
 type Backend = Arc<InMemoryBackend<SimClock>>;
 type MemoryWorker = Worker<SimClock, Backend, SlowRecords>;
 
-/// The in-memory repository, taking 10 ms of simulated time per batch so
+/// The in-memory repository, taking 40 ms of simulated time per batch so
 /// that a term is in progress long enough to be raced.
 struct SlowRecords(Backend);
 
@@ -27,7 +27,7 @@ impl RecordsRepository for SlowRecords {
         limit: u32,
         token: u64,
     ) -> Result<u64, CallError> {
-        madsim::time::sleep(Duration::from_millis(10)).await;
+        madsim::time::sleep(Duration::from_millis(40)).await;
         self.0.delete_batch(older_than_ms, limit, token).await
     }
 }
@@ -125,5 +125,91 @@ fn accessors_debug_and_serve_totals_tell_the_truth() {
             ends.iter().map(|(_, rows)| rows).sum::<u64>()
         );
         assert_eq!(summary.rows_deleted, 2_500);
+    });
+}
+
+#[test]
+fn errors_and_leases_read_well() {
+    use retention_worker::{ConfigError, Lease};
+    let cases = [
+        (CallError::rejected("busy"), "rejected: busy"),
+        (CallError::ambiguous("timeout"), "outcome unknown: timeout"),
+        (CallError::fenced("stale token"), "fenced: stale token"),
+        (
+            CallError::protocol("bad reply"),
+            "protocol violation: bad reply",
+        ),
+    ];
+    for (error, text) in cases {
+        assert_eq!(error.to_string(), text);
+    }
+    let lease = Lease {
+        owner_id: "r2".into(),
+        fencing_token: 7,
+        expires_at_ms: 3_000,
+    };
+    assert_eq!(lease.to_string(), "r2#7 (expires 3000 ms)");
+    assert!(RunError::Stopped.to_string().contains("STP-6"));
+    assert!(RunError::AlreadyRunning.to_string().contains("in progress"));
+    let error = ConfigError {
+        field: "batch_size",
+        value: "0".into(),
+        rule: "must be in 1..=200",
+    };
+    assert_eq!(
+        error.to_string(),
+        "invalid worker config: batch_size = 0 must be in 1..=200"
+    );
+}
+
+#[test]
+fn a_worker_on_shared_dependencies_renews_through_them() {
+    // Clock and lease service shared through `Arc`, short leases so that a
+    // term spans renewals.
+    Runtime::new().block_on(async {
+        let clock = Arc::new(SimClock::new(0));
+        let mut table = RecordTable::new();
+        assert!(table.is_empty());
+        for age in 0..1_000 {
+            table.insert(-3_000_000_000 - age);
+        }
+        assert!(!table.is_empty());
+        let backend = Arc::new(InMemoryBackend::new(*clock, 300, table));
+        let mut config = WorkerConfig::default();
+        config.lease_ttl_ms = 300;
+        config.renew_interval_ms = 100;
+        config.expiry_margin_ms = 50;
+        config.batch_size = 50;
+        let records = SlowRecords(backend.clone());
+        let deps = Dependencies {
+            clock: clock.clone(),
+            leases: backend.clone(),
+            records,
+        };
+        let worker = Worker::new("r1", config, deps).unwrap();
+        assert_eq!(
+            (worker.config().batch_size, worker.config().lease_ttl_ms),
+            (50, 300)
+        );
+        madsim::time::sleep(Duration::from_secs(5)).await;
+        let report = worker.run().await.unwrap();
+        assert_eq!(report.end, TermEnd::Capped);
+        let retention_ms = i64::try_from(WorkerConfig::default().retention_ms).unwrap();
+        assert_eq!(
+            report.cutoff_ms,
+            Some(5_000 - retention_ms),
+            "read through the shared clock"
+        );
+        assert!(report.renewals >= 3, "{report:?}");
+        assert_eq!(
+            report.last_fencing_token,
+            Some(u64::from(report.renewals) + 1)
+        );
+        let now_ms = retention_worker::Clock::now_ms(&clock);
+        assert_eq!(
+            backend.with_tables(|leases, _| leases.holder(now_ms).cloned()),
+            None,
+            "released"
+        );
     });
 }

@@ -5,6 +5,7 @@ mod checker;
 mod cli;
 mod determinism;
 mod flaws;
+mod model;
 mod properties;
 mod replay;
 mod scenarios;

@@ -51,7 +51,7 @@ fn malformed_tokens_are_refused_with_the_reason() {
         ),
         (
             "{\"seed\":1,\"worker\":{\"batch_size\":201}}",
-            "worker.batch_size",
+            "worker.batch_size: invalid worker config: batch_size = 201 must be in 1..=200 (CAP-1)",
         ),
     ];
     for (token, expected) in cases {
@@ -60,6 +60,52 @@ fn malformed_tokens_are_refused_with_the_reason() {
             error.contains(expected),
             "{token}: {error:?} should mention {expected:?}"
         );
+    }
+}
+
+/// Every rule of the worker's configuration, at its boundary: a spec that
+/// breaks one is refused naming the field; one just inside it runs.
+#[test]
+fn worker_settings_are_checked_at_their_boundaries() {
+    let refused = [
+        (r#"{"batch_size":0}"#, "worker.batch_size"),
+        (r#"{"term_row_cap":0}"#, "worker.term_row_cap"),
+        (r#"{"term_row_cap":1001}"#, "worker.term_row_cap"),
+        (r#"{"retention_ms":0}"#, "worker.retention_ms"),
+        (
+            r#"{"retention_ms":18446744073709551615}"#,
+            "worker.retention_ms",
+        ),
+        (r#"{"lease_ttl_ms":0}"#, "worker.lease_ttl_ms"),
+        (r#"{"renew_interval_ms":0}"#, "worker.renew_interval_ms"),
+        (
+            r#"{"lease_ttl_ms":1000,"renew_interval_ms":1000}"#,
+            "worker.renew_interval_ms",
+        ),
+        (
+            r#"{"lease_ttl_ms":1000,"renew_interval_ms":600,"expiry_margin_ms":400}"#,
+            "worker.expiry_margin_ms",
+        ),
+    ];
+    for (worker, field) in refused {
+        let token = format!(r#"{{"seed":1,"worker":{worker}}}"#);
+        let error = parse_token(&token).unwrap_err();
+        assert!(
+            error.contains(field),
+            "{token}: {error:?} should name {field}"
+        );
+    }
+    let accepted = [
+        r#"{"batch_size":1,"term_row_cap":1}"#,
+        r#"{"batch_size":200,"term_row_cap":1000,"retention_ms":1}"#,
+        r#"{"lease_ttl_ms":1000,"renew_interval_ms":999,"expiry_margin_ms":0}"#,
+        r#"{"lease_ttl_ms":1000,"renew_interval_ms":600,"expiry_margin_ms":399}"#,
+    ];
+    for worker in accepted {
+        let token =
+            format!(r#"{{"seed":1,"duration_ms":3000,"backlog_rows":50,"worker":{worker}}}"#);
+        let spec = parse_token(&token).unwrap_or_else(|error| panic!("{token}: {error}"));
+        assert!(check(&run(&spec).unwrap()).passed(), "{token}");
     }
 }
 

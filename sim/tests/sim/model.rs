@@ -1,0 +1,55 @@
+//! The lease and record models the simulated services run, at the
+//! boundaries the checker relies on: a lease is held strictly before its
+//! expiry, and a row is old strictly before the cutoff.
+
+use retention_worker::memory::{FenceRejection, LeaseTable, RecordTable};
+
+#[test]
+fn a_lease_lapses_exactly_at_its_expiry() {
+    let mut leases = LeaseTable::new(1_000);
+    let first = leases.acquire("r1", 0).unwrap();
+    assert_eq!(leases.holder(999), Some(&first));
+    assert_eq!(
+        leases.holder(1_000),
+        None,
+        "held strictly before expires_at_ms"
+    );
+    assert_eq!(leases.check_fence(first.fencing_token, 999), Ok(()));
+    assert_eq!(
+        leases.check_fence(first.fencing_token, 1_000),
+        Err(FenceRejection::Expired {
+            expires_at_ms: 1_000
+        })
+    );
+    assert_eq!(
+        leases.renew(&first, 1_000),
+        None,
+        "no renewal at the instant of expiry"
+    );
+    assert!(leases.acquire("r2", 999).is_none());
+    let second = leases
+        .acquire("r2", 1_000)
+        .expect("free at the instant of expiry");
+    assert_eq!(second.fencing_token, first.fencing_token + 1);
+}
+
+#[test]
+fn a_row_at_the_cutoff_is_not_old() {
+    let mut rows = RecordTable::new();
+    for created_at_ms in [98, 99, 100, 101] {
+        rows.insert(created_at_ms);
+    }
+    assert_eq!(rows.count_older_than(100), 2);
+    let deleted: Vec<i64> = rows
+        .delete_older_than(100, 10)
+        .iter()
+        .map(|r| r.created_at_ms)
+        .collect();
+    assert_eq!(deleted, vec![98, 99]);
+    assert_eq!((rows.len(), rows.is_empty()), (2, false));
+    assert_eq!(
+        rows.delete_older_than(1_000, 1).len(),
+        1,
+        "the limit bounds a batch"
+    );
+}
