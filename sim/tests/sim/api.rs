@@ -9,9 +9,17 @@ use madsim::runtime::Runtime;
 use retention_sim::SimClock;
 use retention_worker::memory::{InMemoryBackend, RecordTable};
 use retention_worker::{
-    CallError, Dependencies, RecordsRepository, RunError, SeededJitter, TermEnd, Worker,
-    WorkerConfig,
+    CallError, Dependencies, Lease, LeaseService, RecordsRepository, RunError, SeededJitter,
+    TermEnd, Worker, WorkerConfig,
 };
+
+/// A runtime that stops a run stuck for an hour of simulated time, so a
+/// broken worker fails the test instead of hanging it.
+fn runtime() -> Runtime {
+    let mut runtime = Runtime::new();
+    runtime.set_time_limit(Duration::from_secs(3_600));
+    runtime
+}
 
 type Backend = Arc<InMemoryBackend<SimClock>>;
 type MemoryWorker = Worker<SimClock, Backend, SlowRecords>;
@@ -49,7 +57,7 @@ fn worker(rows: u32) -> Arc<MemoryWorker> {
 
 #[test]
 fn a_second_serve_is_refused_while_the_first_waits_between_terms() {
-    Runtime::new().block_on(async {
+    runtime().block_on(async {
         let worker = worker(100);
         let serving = worker.clone();
         let first =
@@ -78,7 +86,7 @@ fn a_second_serve_is_refused_while_the_first_waits_between_terms() {
 
 #[test]
 fn a_run_during_a_running_term_is_refused() {
-    Runtime::new().block_on(async {
+    runtime().block_on(async {
         let worker = worker(5_000);
         let (first, second) = join(worker.run(), worker.run()).await;
         assert_eq!(first.unwrap().end, TermEnd::Capped);
@@ -88,7 +96,7 @@ fn a_run_during_a_running_term_is_refused() {
 
 #[test]
 fn accessors_debug_and_serve_totals_tell_the_truth() {
-    Runtime::new().block_on(async {
+    runtime().block_on(async {
         let worker = worker(2_500);
         assert_eq!(worker.owner_id(), "r1");
         assert_eq!(worker.config(), &WorkerConfig::default());
@@ -166,7 +174,7 @@ fn errors_and_leases_read_well() {
 fn a_worker_on_shared_dependencies_renews_through_them() {
     // Clock and lease service shared through `Arc`, short leases so that a
     // term spans renewals.
-    Runtime::new().block_on(async {
+    runtime().block_on(async {
         let clock = Arc::new(SimClock::new(0));
         let mut table = RecordTable::new();
         assert!(table.is_empty());
@@ -210,6 +218,66 @@ fn a_worker_on_shared_dependencies_renews_through_them() {
             backend.with_tables(|leases, _| leases.holder(now_ms).cloned()),
             None,
             "released"
+        );
+    });
+}
+
+/// A lease service that revokes every lease at its first renewal.
+struct Revoking(Backend);
+
+impl LeaseService for Revoking {
+    async fn acquire(&self, owner_id: &str) -> Result<Option<Lease>, CallError> {
+        self.0.acquire(owner_id).await
+    }
+
+    async fn renew(&self, lease: &Lease) -> Result<Option<Lease>, CallError> {
+        self.0.release(lease).await?;
+        Ok(None)
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<(), CallError> {
+        self.0.release(lease).await
+    }
+}
+
+#[test]
+fn serve_counts_the_terms_that_lost_leadership() {
+    runtime().block_on(async {
+        let clock = SimClock::new(0);
+        let mut table = RecordTable::new();
+        for age in 0..100_000 {
+            table.insert(-3_000_000_000 - age);
+        }
+        let backend = Arc::new(InMemoryBackend::new(clock, 300, table));
+        let mut config = WorkerConfig::default();
+        (
+            config.lease_ttl_ms,
+            config.renew_interval_ms,
+            config.expiry_margin_ms,
+        ) = (300, 100, 50);
+        config.batch_size = 50;
+        let deps = Dependencies {
+            clock,
+            leases: Revoking(backend.clone()),
+            records: SlowRecords(backend),
+        };
+        let worker = Arc::new(Worker::new("r1", config, deps).unwrap());
+        let serving = worker.clone();
+        let serve =
+            madsim::task::spawn(
+                async move { serving.serve(&mut SeededJitter::new(9), |_| {}).await },
+            );
+        madsim::time::sleep(Duration::from_secs(600)).await;
+        worker.stop().await;
+        let summary = serve.await.unwrap().unwrap();
+        assert!(summary.terms >= 3, "{summary:?}");
+        assert_eq!(
+            (summary.terms_lost, summary.terms_led),
+            (summary.terms, summary.terms),
+            "{summary:?}"
+        );
+        assert!(
+            summary.rows_deleted > 0 && summary.rows_deleted < 1_000 * u64::from(summary.terms)
         );
     });
 }
