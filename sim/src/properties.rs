@@ -189,17 +189,13 @@ pub struct Counterexample {
 
 /// How big a plan is: timed events plus fault knobs that are on.
 pub fn plan_size(spec: &RunSpec) -> usize {
-    let f = &spec.faults;
-    let knobs = [
-        f.latency_ms_max,
-        u64::from(f.renew_reply_delay_permille),
-        u64::from(f.reject_permille),
-        u64::from(f.ambiguous_permille),
-        u64::from(f.null_renew_permille),
-        u64::from(f.packet_loss_permille),
-        f.clock_skew_ms_max,
-    ];
-    spec.events.len() + knobs.iter().filter(|&&knob| knob > 0).count()
+    let knobs_on = spec
+        .faults
+        .knobs()
+        .iter()
+        .filter(|(_, value)| *value > 0)
+        .count();
+    spec.events.len() + knobs_on
 }
 
 /// Runs `cases` generated plans (see [`spec`]) through the workers `factory`

@@ -66,19 +66,7 @@ pub fn describe_run(run: &RunSpec) -> String {
         w.term_interval_ms,
         w.term_jitter_ms_max
     );
-    let f = &run.faults;
-    let knobs = [
-        ("latency_ms_max", f.latency_ms_max),
-        (
-            "renew_reply_delay_permille",
-            u64::from(f.renew_reply_delay_permille),
-        ),
-        ("reject_permille", u64::from(f.reject_permille)),
-        ("ambiguous_permille", u64::from(f.ambiguous_permille)),
-        ("null_renew_permille", u64::from(f.null_renew_permille)),
-        ("packet_loss_permille", u64::from(f.packet_loss_permille)),
-        ("clock_skew_ms_max", f.clock_skew_ms_max),
-    ];
+    let knobs = run.faults.knobs();
     let on: Vec<String> = knobs
         .iter()
         .filter(|(_, v)| *v > 0)

@@ -157,6 +157,22 @@ impl FaultConfig {
     pub fn any(&self) -> bool {
         *self != Self::default()
     }
+
+    /// Every knob by its name, with its value (0 is off).
+    pub fn knobs(&self) -> [(&'static str, u64); 7] {
+        [
+            ("latency_ms_max", self.latency_ms_max),
+            (
+                "renew_reply_delay_permille",
+                self.renew_reply_delay_permille.into(),
+            ),
+            ("reject_permille", self.reject_permille.into()),
+            ("ambiguous_permille", self.ambiguous_permille.into()),
+            ("null_renew_permille", self.null_renew_permille.into()),
+            ("packet_loss_permille", self.packet_loss_permille.into()),
+            ("clock_skew_ms_max", self.clock_skew_ms_max),
+        ]
+    }
 }
 
 /// A fault that happens at a chosen moment.

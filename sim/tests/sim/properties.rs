@@ -2,7 +2,7 @@
 //! every clause. A failure prints through the one failure formatter.
 
 use proptest::prelude::*;
-use retention_sim::properties::{config, spec};
+use retention_sim::properties::{config, plan_size, spec};
 use retention_sim::{check, format_failure, parse_token, replay_token, run};
 
 proptest! {
@@ -52,19 +52,7 @@ fn shrinking_reaches_a_small_plan() {
     let Err(TestError::Fail(_, minimal)) = result else {
         panic!("500 generated plans never cost a term its lease: the generator lost its teeth");
     };
-    let f = &minimal.faults;
-    let knobs_on = [
-        f.latency_ms_max,
-        u64::from(f.renew_reply_delay_permille),
-        u64::from(f.reject_permille),
-        u64::from(f.ambiguous_permille),
-        u64::from(f.null_renew_permille),
-        u64::from(f.packet_loss_permille),
-        f.clock_skew_ms_max,
-    ]
-    .iter()
-    .filter(|&&knob| knob > 0)
-    .count();
+    let knobs_on = plan_size(&minimal) - minimal.events.len();
     println!(
         "shrunk to {} event(s), {knobs_on} knob(s): {}",
         minimal.events.len(),
