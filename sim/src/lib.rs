@@ -27,6 +27,7 @@
 //!   one review [`Flaw`] (or none).
 //! - [`properties`]: the property suite (strategies and a shrinking search)
 //!   for any [`WorkerFactory`].
+//! - `bench.rs`: [`bench`], the figures `sim bench` prints.
 //! - `clock.rs`: [`SimClock`], the worker's clock on simulated time.
 
 // Without the cfg, madsim is a thin layer over real time and threads, and a
@@ -37,6 +38,7 @@ compile_error!(
      but an exported RUSTFLAGS replaces that list: use RUSTFLAGS=\"--cfg madsim ...\""
 );
 
+mod bench;
 mod checker;
 mod clock;
 mod explore;
@@ -55,6 +57,7 @@ mod timeline;
 mod variant;
 mod world;
 
+pub use bench::{BenchConfig, BenchReport, Detection, FlawFigures, bench, standard};
 pub use checker::{CLAUSES, Verdict, Violation, check};
 pub use clock::SimClock;
 pub use explore::{ExploreConfig, ExploreSummary, explore, peak_rss_mb, spec_for};
@@ -70,4 +73,4 @@ pub use subject::{BoxFuture, RealWorker, SimDeps, SimulatedWorker, TermSummary, 
 pub use swarm::swarm;
 pub use timeline::TIMELINE_COLUMNS;
 pub use variant::{Flaw, VariantFactory};
-pub use world::{factory_for, run, run_in_current_runtime, run_with};
+pub use world::{factory_for, run, run_in_current_runtime, run_unrecorded, run_with};

@@ -12,13 +12,16 @@ use crate::history::{Actor, Event, EventKind};
 #[derive(Debug)]
 pub(crate) struct Recorder {
     clock: SimClock,
+    /// Off for benchmarks of the bare simulation: nothing is kept.
+    enabled: bool,
     events: Mutex<Vec<Event>>,
 }
 
 impl Recorder {
-    pub fn new(clock: SimClock) -> Self {
+    pub fn new(clock: SimClock, enabled: bool) -> Self {
         Self {
             clock,
+            enabled,
             events: Mutex::new(Vec::new()),
         }
     }
@@ -27,7 +30,14 @@ impl Recorder {
         self.clock.now_ms()
     }
 
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
     pub fn record(&self, actor: Actor, term: u32, kind: EventKind) {
+        if !self.enabled {
+            return;
+        }
         let event = Event {
             at_ms: self.now_ms(),
             actor,

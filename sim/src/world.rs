@@ -36,7 +36,18 @@ pub fn run_with(spec: &RunSpec, factory: Arc<dyn WorkerFactory>) -> Result<Histo
     // with a panic instead of letting it spin on.
     runtime.set_time_limit(Duration::from_millis(spec.duration_ms + STUCK_AFTER_MS));
     let spec = spec.clone();
-    Ok(runtime.block_on(simulate(spec, factory)))
+    Ok(runtime.block_on(simulate(spec, factory, true)))
+}
+
+/// Runs `spec` like [`run`] but records nothing: the bare simulation, for
+/// measuring what recording and checking cost.
+pub fn run_unrecorded(spec: &RunSpec) -> Result<(), SpecError> {
+    spec.validate()?;
+    let mut runtime = Runtime::with_seed_and_config(spec.seed, network(spec));
+    runtime.set_time_limit(Duration::from_millis(spec.duration_ms + STUCK_AFTER_MS));
+    let spec = spec.clone();
+    runtime.block_on(simulate(spec.clone(), factory_for(&spec), false));
+    Ok(())
 }
 
 /// Simulated time past the end of the schedule after which a run is stuck.
@@ -61,7 +72,7 @@ pub fn network(spec: &RunSpec) -> madsim::Config {
 /// callers that manage the runtime themselves (madsim's determinism check).
 pub async fn run_in_current_runtime(spec: &RunSpec) -> Result<History, SpecError> {
     spec.validate()?;
-    Ok(simulate(spec.clone(), factory_for(spec)).await)
+    Ok(simulate(spec.clone(), factory_for(spec), true).await)
 }
 
 /// The longest a `stop()` may take: two calls in flight that run into their
@@ -124,10 +135,10 @@ struct Replica {
     node: NodeHandle,
 }
 
-async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>) -> History {
+async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bool) -> History {
     let handle = Handle::current();
     let clock = SimClock::new(0);
-    let recorder = Arc::new(Recorder::new(clock));
+    let recorder = Arc::new(Recorder::new(clock, record));
     let mut plan_rng = ChaCha8Rng::seed_from_u64(spec.seed);
     let retention_ms = i64::try_from(spec.worker.retention_ms).expect("validated");
 

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use retention_sim::{
-    Expect, ExploreConfig, FaultEvent, Flaw, OpKind, RunSpec, Scenario, check, explore,
-    format_failure, parse_token, peak_rss_mb, replay_command, run, scenario_report, swarm,
+    BenchConfig, Expect, ExploreConfig, FaultEvent, Flaw, OpKind, RunSpec, Scenario, bench, check,
+    explore, format_failure, parse_token, peak_rss_mb, replay_command, run, scenario_report, swarm,
 };
 
 #[derive(Parser)]
@@ -36,6 +36,8 @@ enum Command {
         #[arg(long, value_name = "scenarios/NAME.toml")]
         save: Option<std::path::PathBuf>,
     },
+    /// Measures the harness: speed, overhead, seeds to find each flaw, memory.
+    Bench(BenchArgs),
     /// Runs scenario files and checks each one's expected outcome.
     Scenario {
         /// The files.
@@ -113,6 +115,25 @@ struct ExploreArgs {
     flaw: Option<Flaw>,
 }
 
+#[derive(Args)]
+struct BenchArgs {
+    /// Print the figures as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Rounds of the speed measurement.
+    #[arg(long, default_value_t = 5)]
+    rounds: u32,
+    /// Runs per round and mode.
+    #[arg(long, default_value_t = 200)]
+    runs_per_round: u64,
+    /// Independent seed streams per flaw and mode.
+    #[arg(long, default_value_t = 20)]
+    streams: u64,
+    /// Runs of the memory sweep.
+    #[arg(long, default_value_t = 100_000)]
+    memory_runs: u64,
+}
+
 fn parse_flaw(name: &str) -> Result<Flaw, String> {
     Flaw::from_name(name).ok_or_else(|| {
         let known: Vec<&str> = Flaw::ALL.iter().map(|flaw| flaw.name()).collect();
@@ -140,6 +161,7 @@ fn main() -> ExitCode {
         }),
         Command::Scenario { files, flaw } => run_scenarios(&files, flaw),
         Command::Explore(args) => run_explore(&args),
+        Command::Bench(args) => run_bench(&args),
     };
     match result {
         Ok(passed) => ExitCode::from(if passed { 0 } else { 1 }),
@@ -432,4 +454,48 @@ fn save_scenario(spec: &RunSpec, path: &std::path::Path) -> Result<(), String> {
     Scenario::load(path).map_err(|error| format!("the saved file does not load back: {error}"))?;
     eprintln!("saved {}", path.display());
     Ok(())
+}
+
+fn run_bench(args: &BenchArgs) -> Result<bool, String> {
+    if args.rounds == 0 || args.runs_per_round == 0 || args.streams == 0 || args.memory_runs < 1_000
+    {
+        return Err("bench: rounds, runs per round and streams must be at least 1, memory runs at least 1000".into());
+    }
+    let config = BenchConfig {
+        rounds: args.rounds,
+        runs_per_round: args.runs_per_round,
+        streams: args.streams,
+        memory_runs: args.memory_runs,
+        ..BenchConfig::default()
+    };
+    let report = bench(&config, |stage| eprintln!("bench: {stage}..."));
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string(&report).map_err(|error| error.to_string())?
+        );
+        return Ok(true);
+    }
+    println!("standard scenario: 3 replicas, 5,000-row backlog, swarm faults; one thread");
+    println!(
+        "  runs/s checked {:.0}, bare {:.0}; overhead {:.2}x",
+        report.runs_per_sec_checked, report.runs_per_sec_bare, report.overhead_ratio
+    );
+    println!("  simulated/wall time {:.0}x", report.sim_to_wall_ratio);
+    println!(
+        "  peak memory {:.1} MiB after 1,000 runs, {:.1} MiB after {}",
+        report.rss_mb_after_1k, report.rss_mb_after_100k, report.memory_runs
+    );
+    println!(
+        "seeds to first detection over {} streams (median / max, streams that missed):",
+        config.streams
+    );
+    for (flaw, figures) in &report.flaws {
+        let (r, s) = (figures.random, figures.swarm);
+        println!(
+            "  {flaw:<22} random {:>3} / {:>3} ({} missed)   swarm {:>3} / {:>3} ({} missed)",
+            r.median, r.max, r.misses, s.median, s.max, s.misses
+        );
+    }
+    Ok(true)
 }

@@ -132,3 +132,50 @@ fn replay_save_turns_a_failure_into_a_scenario_that_reproduces_it() {
     assert!(err.contains("keeps every clause"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn bench_reports_every_figure_as_json() {
+    let args = [
+        "bench",
+        "--json",
+        "--rounds",
+        "1",
+        "--runs-per-round",
+        "5",
+        "--streams",
+        "2",
+        "--memory-runs",
+        "1000",
+    ];
+    let (code, out, err) = sim(&args);
+    assert_eq!(code, 0, "{err}");
+    let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    for key in [
+        "runs_per_sec_checked",
+        "runs_per_sec_bare",
+        "overhead_ratio",
+        "sim_to_wall_ratio",
+        "rss_mb_after_1k",
+        "rss_mb_after_100k",
+    ] {
+        assert!(
+            report[key].as_f64().is_some_and(|x| x > 0.0),
+            "{key} in {report}"
+        );
+    }
+    for flaw in [
+        "overlapping-renewals",
+        "stale-release",
+        "moving-cutoff",
+        "uncapped-term",
+        "flag-only-stop",
+    ] {
+        for mode in ["random", "swarm"] {
+            let median = report["flaws"][flaw][mode]["median"].as_u64();
+            assert!(median.is_some_and(|m| m >= 1), "{flaw} {mode} in {report}");
+        }
+    }
+    let (code, _, err) = sim(&["bench", "--memory-runs", "10"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("memory runs at least 1000"), "{err}");
+}

@@ -1,0 +1,207 @@
+//! `sim bench`: how fast the harness runs, what recording and checking cost,
+//! how quickly the search finds each review flaw, and whether memory stays
+//! flat over a long sweep. Figures are medians and ratios over rounds.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::checker::check;
+use crate::explore::peak_rss_mb;
+use crate::spec::{FaultConfig, RunSpec};
+use crate::swarm::swarm;
+use crate::variant::Flaw;
+use crate::world::{run, run_unrecorded};
+
+/// How much to measure. Defaults give the figures the issue asks for.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// Rounds of the speed measurement; each runs the same seeds checked
+    /// and bare.
+    pub rounds: u32,
+    /// Runs per round and mode.
+    pub runs_per_round: u64,
+    /// Independent seed streams per flaw and mode.
+    pub streams: u64,
+    /// Seeds a stream may try before it counts as not finding the flaw.
+    pub seed_budget: u64,
+    /// Runs of the memory sweep (figures after 1,000 and after all).
+    pub memory_runs: u64,
+}
+
+impl Default for BenchConfig {
+    fn default() -> Self {
+        Self {
+            rounds: 5,
+            runs_per_round: 200,
+            streams: 20,
+            seed_budget: 200,
+            memory_runs: 100_000,
+        }
+    }
+}
+
+/// Seeds until first detection over the streams.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Detection {
+    /// Median over the streams.
+    pub median: u64,
+    /// Worst stream.
+    pub max: u64,
+    /// Streams that exhausted the budget without a detection.
+    pub misses: u64,
+}
+
+/// Detection in both search modes.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct FlawFigures {
+    /// One fixed, moderate fault mix for every seed.
+    pub random: Detection,
+    /// The fault mix drawn from each seed.
+    pub swarm: Detection,
+}
+
+/// Everything `sim bench` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    /// Runs per second, one thread, history recorded and checked.
+    pub runs_per_sec_checked: f64,
+    /// Runs per second for the same seeds, nothing recorded or checked.
+    pub runs_per_sec_bare: f64,
+    /// Checked time over bare time (median round).
+    pub overhead_ratio: f64,
+    /// Simulated time over wall time, checked runs.
+    pub sim_to_wall_ratio: f64,
+    /// Peak resident memory after 1,000 runs, MiB.
+    pub rss_mb_after_1k: f64,
+    /// Peak resident memory after all the memory sweep's runs, MiB.
+    pub rss_mb_after_100k: f64,
+    /// Runs in the memory sweep.
+    pub memory_runs: u64,
+    /// Seeds to first detection, by flaw name.
+    pub flaws: BTreeMap<&'static str, FlawFigures>,
+}
+
+/// The standard scenario: three replicas, the default 5,000-row backlog,
+/// swarm faults.
+pub fn standard(seed: u64) -> RunSpec {
+    swarm(seed, Some(3))
+}
+
+/// The fixed fault mix of the plain random search.
+fn moderate_faults() -> FaultConfig {
+    FaultConfig {
+        latency_ms_max: 100,
+        renew_reply_delay_permille: 100,
+        reject_permille: 20,
+        ambiguous_permille: 20,
+        null_renew_permille: 10,
+        packet_loss_permille: 5,
+        clock_skew_ms_max: 200,
+    }
+}
+
+/// Runs the benchmark; `progress` hears what is being measured.
+pub fn bench(config: &BenchConfig, progress: impl Fn(&str)) -> BenchReport {
+    progress("speed");
+    let (checked, bare, sim_secs) = speed(config);
+    progress("seeds to detection");
+    let flaws = Flaw::ALL
+        .into_iter()
+        .map(|flaw| (flaw.name(), detection(config, flaw)))
+        .collect();
+    progress("memory");
+    let (after_1k, after_all) = memory(config.memory_runs);
+    let median = |mut xs: Vec<f64>| {
+        xs.sort_by(f64::total_cmp);
+        xs[xs.len() / 2]
+    };
+    let runs = config.runs_per_round as f64;
+    let checked_secs = median(checked.clone());
+    let bare_secs = median(bare);
+    BenchReport {
+        runs_per_sec_checked: runs / checked_secs,
+        runs_per_sec_bare: runs / bare_secs,
+        overhead_ratio: checked_secs / bare_secs,
+        sim_to_wall_ratio: sim_secs / checked.iter().sum::<f64>(),
+        rss_mb_after_1k: after_1k,
+        rss_mb_after_100k: after_all,
+        memory_runs: config.memory_runs,
+        flaws,
+    }
+}
+
+/// Per round: wall seconds checked, wall seconds bare; and simulated
+/// seconds over all checked rounds.
+fn speed(config: &BenchConfig) -> (Vec<f64>, Vec<f64>, f64) {
+    let (mut checked, mut bare, mut sim_secs) = (Vec::new(), Vec::new(), 0.0);
+    for round in 0..u64::from(config.rounds) {
+        let seeds = round * config.runs_per_round..(round + 1) * config.runs_per_round;
+        let started = Instant::now();
+        for seed in seeds.clone() {
+            let history = run(&standard(seed)).expect("standard specs are valid");
+            assert!(
+                check(&history).passed(),
+                "the real worker failed seed {seed}"
+            );
+            sim_secs += history.events.last().map_or(0, |e| e.at_ms) as f64 / 1_000.0;
+        }
+        checked.push(started.elapsed().as_secs_f64());
+        let started = Instant::now();
+        for seed in seeds {
+            run_unrecorded(&standard(seed)).expect("standard specs are valid");
+        }
+        bare.push(started.elapsed().as_secs_f64());
+    }
+    (checked, bare, sim_secs)
+}
+
+fn detection(config: &BenchConfig, flaw: Flaw) -> FlawFigures {
+    let search = |make: &dyn Fn(u64) -> RunSpec| {
+        let mut counts: Vec<u64> = (0..config.streams)
+            .map(|stream| {
+                let first = stream.wrapping_mul(1_000_003).wrapping_add(17);
+                (0..config.seed_budget)
+                    .find(|i| !check(&run(&make(first + i)).expect("valid")).passed())
+                    .map_or(u64::MAX, |i| i + 1)
+            })
+            .collect();
+        counts.sort_unstable();
+        let misses = counts.iter().filter(|c| **c == u64::MAX).count() as u64;
+        let shown = |c: u64| c.min(config.seed_budget);
+        Detection {
+            median: shown(counts[counts.len() / 2]),
+            max: shown(counts[counts.len() - 1]),
+            misses,
+        }
+    };
+    let random = |seed| RunSpec {
+        seed,
+        replicas: 3,
+        faults: moderate_faults(),
+        flaw: Some(flaw),
+        ..RunSpec::default()
+    };
+    let swarmed = |seed| RunSpec {
+        flaw: Some(flaw),
+        ..standard(seed)
+    };
+    FlawFigures {
+        random: search(&random),
+        swarm: search(&swarmed),
+    }
+}
+
+/// Peak memory after 1,000 checked runs and after `runs`.
+fn memory(runs: u64) -> (f64, f64) {
+    let mut after_1k = f64::NAN;
+    for seed in 0..runs {
+        let history = run(&standard(seed)).expect("standard specs are valid");
+        check(&history);
+        if seed + 1 == 1_000 {
+            after_1k = peak_rss_mb().unwrap_or(f64::NAN);
+        }
+    }
+    (after_1k, peak_rss_mb().unwrap_or(f64::NAN))
+}
