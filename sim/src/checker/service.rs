@@ -9,7 +9,9 @@ use crate::history::{EventKind, History, LeaseRec, Outcome};
 pub(super) fn check(history: &History, found: &mut Findings) {
     let mut holder: Option<(LeaseRec, usize)> = None;
     let mut last_grant: Option<(u64, usize)> = None;
-    let mut deleted_by_row: BTreeMap<u64, usize> = BTreeMap::new();
+    // Row ids are small and dense (the table numbers them from 1), so the
+    // event that first deleted each row sits in a vector indexed by id.
+    let mut deleted_by_row: Vec<Option<usize>> = Vec::new();
     let mut applied_by_call: BTreeMap<u64, (usize, u64)> = BTreeMap::new();
     let mut total_deleted = 0u64;
 
@@ -77,7 +79,11 @@ pub(super) fn check(history: &History, found: &mut Findings) {
                         );
                         found.flag("DATA-1", &[seq], message);
                     }
-                    if let Some(first) = deleted_by_row.insert(row.id, seq) {
+                    let index = usize::try_from(row.id).expect("row ids fit in memory");
+                    if index >= deleted_by_row.len() {
+                        deleted_by_row.resize(index + 1, None);
+                    }
+                    if let Some(first) = deleted_by_row[index].replace(seq) {
                         found.flag(
                             "DATA-2",
                             &[first, seq],
