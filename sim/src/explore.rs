@@ -29,6 +29,9 @@ pub struct ExploreConfig {
     pub replicas: Option<u32>,
     /// Run the variant with this flaw instead of the real worker.
     pub flaw: Option<Flaw>,
+    /// `(i, n)`: run only the seeds whose index in the range is `i - 1`
+    /// modulo `n`, so that `n` machines split one sweep. `(1, 1)` is all.
+    pub shard: (u64, u64),
 }
 
 /// A sweep's results. Violations count runs' violations by clause.
@@ -100,6 +103,10 @@ pub fn explore(config: &ExploreConfig, progress: impl Fn(u64) + Sync) -> Explore
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     if index >= config.seeds {
                         return;
+                    }
+                    let (shard, shards) = config.shard;
+                    if index % shards != shard - 1 {
+                        continue;
                     }
                     let spec = spec_for(config, config.start.wrapping_add(index));
                     let history = run(&spec).expect("explore builds valid specs");

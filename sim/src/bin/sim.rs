@@ -113,6 +113,25 @@ struct ExploreArgs {
     /// moving-cutoff, uncapped-term or flag-only-stop.
     #[arg(long, value_parser = parse_flaw)]
     flaw: Option<Flaw>,
+    /// Run only shard I of N (1-based) of the seed range, so that N
+    /// machines split one sweep: seeds whose index is I-1 modulo N.
+    #[arg(long, value_name = "I/N", value_parser = parse_shard, default_value = "1/1")]
+    shard: (u64, u64),
+}
+
+fn parse_shard(text: &str) -> Result<(u64, u64), String> {
+    let (i, n) = text
+        .split_once('/')
+        .ok_or_else(|| format!("{text:?} is not I/N"))?;
+    let number = |part: &str| {
+        part.parse::<u64>()
+            .map_err(|_| format!("{text:?}: {part:?} is not a number"))
+    };
+    let (i, n) = (number(i)?, number(n)?);
+    if n == 0 || !(1..=n).contains(&i) {
+        return Err(format!("{text:?}: need 1 <= I <= N"));
+    }
+    Ok((i, n))
 }
 
 #[derive(Args)]
@@ -341,6 +360,7 @@ fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
         },
         replicas: args.replicas,
         flaw: args.flaw,
+        shard: args.shard,
     };
     let terminal = std::io::stderr().is_terminal();
     let progress = |done: u64| {

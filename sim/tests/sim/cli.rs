@@ -179,3 +179,17 @@ fn bench_reports_every_figure_as_json() {
     assert_eq!(code, 2);
     assert!(err.contains("memory runs at least 1000"), "{err}");
 }
+
+#[test]
+fn shards_split_a_sweep_between_machines() {
+    let runs = |shard: &str| {
+        let (code, out, err) = sim(&["explore", "--seeds", "31", "--shard", shard, "--json"]);
+        assert_eq!(code, 0, "{err}");
+        let summary: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        summary["runs"].as_u64().unwrap()
+    };
+    assert_eq!((runs("1/2"), runs("2/2"), runs("1/1")), (16, 15, 31));
+    let (code, _, err) = sim(&["explore", "--shard", "3/2"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("need 1 <= I <= N"), "{err}");
+}
