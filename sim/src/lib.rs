@@ -7,7 +7,8 @@
 //!   in a fresh madsim runtime, injects the faults and returns a [`History`].
 //! - `services.rs`: the lease service and the database as RPC nodes.
 //! - `replica.rs`: a replica's client side (timeouts, fault injection,
-//!   recording) and its process, which runs the real worker's `serve` loop.
+//!   recording) and its process, which serves terms with the worker a
+//!   [`WorkerFactory`] builds.
 //! - `recorder.rs`: the shared event log.
 //! - `history.rs`: [`History`] and its events, as JSON lines.
 //! - `timeline.rs`: the fixed-column text timeline.
