@@ -28,7 +28,7 @@
 //!   one review [`Flaw`] (or none).
 //! - [`properties`]: the property suite (strategies and a shrinking search)
 //!   for any [`WorkerFactory`].
-//! - `bench.rs`: [`bench`], the figures `sim bench` prints.
+//! - `bench.rs`: [`bench()`], the figures `sim bench` prints.
 //! - `clock.rs`: [`SimClock`], the worker's clock on simulated time.
 
 // Without the cfg, madsim is a thin layer over real time and threads, and a

@@ -75,7 +75,7 @@ impl Flaw {
     }
 }
 
-/// Builds [`Variant`] workers carrying `flaw` (or none).
+/// Builds the TypeScript-shaped variant workers carrying `flaw` (or none).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct VariantFactory {
     /// The one flaw, if any.
