@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use futures_util::future::{Either, join, select};
 use retention_worker::{
-    CallErrorKind, Clock, Jitter, Lease, LeaseService, RecordsRepository, SeededJitter,
+    CallError, CallErrorKind, Clock, Jitter, Lease, LeaseService, RecordsRepository, SeededJitter,
     WorkerConfig,
 };
 use serde::{Deserialize, Serialize};
@@ -334,24 +334,12 @@ impl Variant {
             .sleep_unless(interval, || self.winding_down(cell))
             .await
         {
-            let lease = {
-                let mut cell = cell.lock().expect("cell");
-                cell.renewing += 1;
-                cell.latest.clone()
-            };
+            let lease = cell.lock().expect("cell").begin_renewal();
             let result = self.deps.leases.renew(&lease).await;
-            let mut cell = cell.lock().expect("cell");
-            cell.renewing -= 1;
-            match result {
-                Ok(Some(renewed)) if renews(&lease, &renewed) => {
-                    cell.latest = renewed;
-                    cell.renewals += 1;
-                }
-                Ok(None) => cell.lost = Some("NullRenewal"),
-                Ok(Some(_)) | Err(_) => cell.lost = Some("RenewalFailed"),
-            }
-            let lost = cell.lost.is_some();
-            drop(cell);
+            let lost = cell
+                .lock()
+                .expect("cell")
+                .finish_renewal(&lease, result, true);
             self.changed.notify_waiters();
             if lost {
                 return;
@@ -368,29 +356,48 @@ impl Variant {
             .sleep_unless(interval, || self.winding_down(cell))
             .await
         {
-            let lease = {
-                let mut cell = cell.lock().expect("cell");
-                cell.renewing += 1;
-                cell.latest.clone()
-            };
+            let lease = cell.lock().expect("cell").begin_renewal();
             let (leases, cell, changed) =
                 (self.deps.leases.clone(), cell.clone(), self.changed.clone());
             madsim::task::spawn(async move {
                 let result = leases.renew(&lease).await;
-                let mut cell = cell.lock().expect("cell");
-                cell.renewing -= 1;
-                match result {
-                    Ok(Some(renewed)) if renews(&lease, &renewed) => {
-                        cell.latest = renewed;
-                        cell.renewals += 1;
-                    }
-                    Ok(None) => cell.lost = Some("NullRenewal"),
-                    Ok(Some(_)) | Err(_) => {}
-                }
-                drop(cell);
+                cell.lock()
+                    .expect("cell")
+                    .finish_renewal(&lease, result, false);
                 changed.notify_waiters();
             });
         }
+    }
+}
+
+impl Cell {
+    /// A renewal is going out: counts it in flight and returns the lease it
+    /// sends.
+    fn begin_renewal(&mut self) -> Lease {
+        self.renewing += 1;
+        self.latest.clone()
+    }
+
+    /// Takes the answer to the renewal that sent `sent`. A failed renewal is
+    /// lost leadership only when `observed` (finding 1 drops it). Returns
+    /// whether leadership is lost.
+    fn finish_renewal(
+        &mut self,
+        sent: &Lease,
+        result: Result<Option<Lease>, CallError>,
+        observed: bool,
+    ) -> bool {
+        self.renewing -= 1;
+        match result {
+            Ok(Some(renewed)) if renews(sent, &renewed) => {
+                self.latest = renewed;
+                self.renewals += 1;
+            }
+            Ok(None) => self.lost = Some("NullRenewal"),
+            Ok(Some(_)) | Err(_) if observed => self.lost = Some("RenewalFailed"),
+            Ok(Some(_)) | Err(_) => {}
+        }
+        self.lost.is_some()
     }
 }
 
