@@ -11,6 +11,18 @@ fn scenarios_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
 }
 
+/// Compares `report` with `snapshots/<name>.snap`.
+fn assert_snapshot(name: &str, description: &str, report: String) {
+    insta::with_settings!({
+        snapshot_path => "../../../snapshots",
+        prepend_module_to_snapshot => false,
+        omit_expression => true,
+        description => description,
+    }, {
+        insta::assert_snapshot!(name.to_owned(), report);
+    });
+}
+
 fn load_all() -> Vec<Scenario> {
     let files = scenario_files(&scenarios_dir()).expect("the scenarios folder");
     files
@@ -32,14 +44,7 @@ fn every_scenario_meets_its_expectation_and_matches_its_snapshot() {
             let failure = format_failure(&scenario.run, &history, &verdict);
             unmet.push(format!("{}:\n{problems}\n{failure}", scenario.name));
         }
-        insta::with_settings!({
-            snapshot_path => "../../../snapshots",
-            prepend_module_to_snapshot => false,
-            omit_expression => true,
-            description => scenario.description.trim(),
-        }, {
-            insta::assert_snapshot!(scenario.name.clone(), report);
-        });
+        assert_snapshot(&scenario.name, scenario.description.trim(), report);
     }
     assert!(
         unmet.is_empty(),
@@ -72,14 +77,8 @@ fn every_flawed_variant_breaks_its_scenario_as_expected() {
                 ..scenario.clone()
             };
             let report = scenario_report(&flawed, &history, &verdict);
-            insta::with_settings!({
-                snapshot_path => "../../../snapshots",
-                prepend_module_to_snapshot => false,
-                omit_expression => true,
-                description => format!("{} on the {name} variant", scenario.name),
-            }, {
-                insta::assert_snapshot!(format!("{}--{name}", scenario.name), report);
-            });
+            let description = format!("{} on the {name} variant", scenario.name);
+            assert_snapshot(&format!("{}--{name}", scenario.name), &description, report);
             variants += 1;
         }
     }
