@@ -100,12 +100,16 @@
 //! - `worker.rs`: [`Worker`]: `new`, `run`, `stop`, `serve`.
 //! - [`memory`]: in-memory reference models of the lease service and the
 //!   repository.
+//! - `pg` (feature `postgres`): the PostgreSQL adapters, a wall clock on
+//!   tokio, and the runner behind the `retention-worker` binary.
 //!
 //! The worker is runtime-agnostic (it only needs the injected clock) and
 //! deterministic: it reads no wall clock, draws no randomness of its own and
 //! resolves every race between timers and events in a fixed order.
 
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod pg;
 
 mod config;
 mod lease;

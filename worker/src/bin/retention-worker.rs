@@ -1,0 +1,57 @@
+//! `retention-worker`: the retention worker on PostgreSQL, for deployment.
+//!
+//! Configuration comes from flags and environment (`--help` lists both);
+//! logs go to stderr through `tracing` (`RUST_LOG` filters them). SIGTERM
+//! or Ctrl-C stops the worker; the process exits once the term in progress
+//! has settled and its lease is released.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use retention_worker::pg::{RunnerConfig, run_runner};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let config = RunnerConfig::parse();
+    match run_runner(config, shutdown_signal()).await {
+        Ok(outcome) if outcome.failed() => {
+            eprintln!("retention-worker: the term failed: {outcome:?}");
+            ExitCode::FAILURE
+        }
+        Ok(_) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("retention-worker: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Resolves at the first SIGTERM or Ctrl-C (SIGINT).
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(error) => {
+                eprintln!("retention-worker: cannot watch SIGTERM ({error}); Ctrl-C only");
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

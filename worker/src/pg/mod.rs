@@ -1,0 +1,146 @@
+//! PostgreSQL adapters for the worker's ports, a wall clock on tokio, and
+//! the deployable runner (cargo feature `postgres`).
+//!
+//! Map of the module:
+//! - `schema.rs`: [`migrate`] applies the shipped migrations
+//!   (`worker/migrations/*.sql`), once, under an advisory lock.
+//! - `lease.rs`: [`PgLeaseService`], the CONTRACT lease on one table row.
+//! - `records.rs`: [`PgRecords`], the fenced delete (FEN-2) in one
+//!   transaction.
+//! - `clock.rs`: [`SystemClock`], the worker's clock on the wall clock and
+//!   tokio timers.
+//! - `runner.rs`: [`RunnerConfig`] and [`run_runner`], what the
+//!   `retention-worker` binary runs.
+//!
+//! Every call is bounded by [`PgOptions::call_timeout_ms`] and maps failures
+//! to [`CallError`]: no connection or a statement the server refused is
+//! `Rejected` (nothing applied); a lost connection or a timeout is
+//! `Ambiguous` (it may have applied); a stale token is `Fenced`.
+
+mod clock;
+mod lease;
+mod records;
+mod runner;
+mod schema;
+
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+pub use clock::SystemClock;
+pub use deadpool_postgres::Pool;
+pub use lease::PgLeaseService;
+pub use records::{DeletedRow, PgRecords};
+pub use runner::{RunnerConfig, RunnerError, RunnerOutcome, run_runner};
+pub use schema::{MIGRATIONS, migrate};
+
+use crate::CallError;
+
+/// Settings shared by both adapters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PgOptions {
+    /// The lease row's name; replicas that compete share it. Default:
+    /// `"retention"`.
+    pub lease_name: String,
+    /// TTL of every granted lease, timed by the database's clock.
+    /// Default: 30 s (the worker's default `lease_ttl_ms`).
+    pub lease_ttl_ms: u64,
+    /// A call with no answer after this long fails as ambiguous. Default: 5 s.
+    pub call_timeout_ms: u64,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        Self {
+            lease_name: "retention".to_owned(),
+            lease_ttl_ms: 30_000,
+            call_timeout_ms: 5_000,
+        }
+    }
+}
+
+/// A value the database applied, with the database's clock at the moment
+/// it decided: for a lease, after the row lock was taken; for a delete, when
+/// the fence was checked. Lets callers order effects by the database's view
+/// (audit logs, and the checker's histories of real runs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied<T> {
+    /// What was applied.
+    pub value: T,
+    /// The database's clock, microseconds since the Unix epoch.
+    pub at_us: i64,
+}
+
+/// Why a pool could not be built or the schema not applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetupError(pub String);
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+/// A connection pool of at most `max_size` connections to `database_url`
+/// (a `postgres://` URL or a libpq key=value string). Connections open
+/// lazily; a broken one is replaced on next use.
+pub fn connect_pool(database_url: &str, max_size: usize) -> Result<Pool, SetupError> {
+    let config: tokio_postgres::Config = database_url
+        .parse()
+        .map_err(|e| SetupError(format!("DATABASE_URL is not a PostgreSQL URL: {e}")))?;
+    let manager = deadpool_postgres::Manager::from_config(
+        config,
+        tokio_postgres::NoTls,
+        deadpool_postgres::ManagerConfig {
+            recycling_method: deadpool_postgres::RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(max_size.max(1))
+        .build()
+        .map_err(|e| SetupError(format!("connection pool: {e}")))
+}
+
+/// Runs one call under the timeout; no answer in time is ambiguous.
+async fn bounded<T>(
+    op: &str,
+    timeout_ms: u64,
+    call: impl Future<Output = Result<T, CallError>>,
+) -> Result<T, CallError> {
+    match tokio::time::timeout(Duration::from_millis(timeout_ms), call).await {
+        Ok(result) => result,
+        Err(_) => Err(CallError::ambiguous(format!(
+            "{op}: no answer from PostgreSQL within {timeout_ms} ms"
+        ))),
+    }
+}
+
+/// A pooled connection; failing to get one means nothing was sent.
+async fn client(pool: &Pool, op: &str) -> Result<deadpool_postgres::Object, CallError> {
+    pool.get()
+        .await
+        .map_err(|e| CallError::rejected(format!("{op}: no database connection: {e}")))
+}
+
+/// An error the server raised aborted the statement (nothing applied); any
+/// other error lost the connection, and the statement may have committed.
+fn db_error(op: &str, error: tokio_postgres::Error) -> CallError {
+    if error.as_db_error().is_some() {
+        CallError::rejected(format!("{op}: {error}"))
+    } else {
+        CallError::ambiguous(format!("{op}: {error}"))
+    }
+}
+
+/// Tokens and limits are unsigned in the worker and `bigint` in the schema.
+fn to_sql_i64(value: u64, what: &str) -> Result<i64, CallError> {
+    i64::try_from(value).map_err(|_| CallError::protocol(format!("{what} {value} exceeds bigint")))
+}
+
+fn from_sql_u64(value: i64, what: &str) -> Result<u64, CallError> {
+    u64::try_from(value)
+        .map_err(|_| CallError::protocol(format!("{what} {value} from the database is negative")))
+}

@@ -1,0 +1,160 @@
+//! The records repository on PostgreSQL: a delete that the lease's fencing
+//! token guards in the same transaction (FEN-2).
+
+use super::{Applied, PgOptions, Pool, bounded, client, db_error, from_sql_u64, to_sql_i64};
+use crate::memory::FenceRejection;
+use crate::{CallError, RecordsRepository};
+
+// Why a lock and not `DELETE ... WHERE EXISTS (SELECT 1 FROM retention_lease
+// WHERE token = $t AND unexpired)`: under READ COMMITTED that EXISTS reads a
+// snapshot and takes no lock. A renewal or a successor's acquire can commit a
+// new token between the snapshot and our commit without conflicting with us,
+// so rows would go under a token that is already stale, which is exactly what
+// fencing must prevent. `FOR SHARE` on the lease row conflicts with the
+// `UPDATE` every grant and release makes: while this transaction holds it no
+// new token can be committed, and if a grant is already in progress we wait
+// for it and the check is re-evaluated against the new row (and fails). Fence
+// check and delete are therefore one step with respect to the lease.
+
+/// Locks the lease row iff `token` is its current, unexpired token; returns
+/// the database's time of the check. `clock` is evaluated once, so the time
+/// returned is the time judged.
+const FENCE: &str = "
+    WITH clock AS (SELECT retention_now_us() AS now_us)
+    SELECT clock.now_us
+    FROM retention_lease AS l, clock
+    WHERE l.name = $1 AND l.owner IS NOT NULL AND l.token = $2
+      AND l.expires_at_ms > clock.now_us / 1000
+    FOR SHARE OF l";
+
+/// Why the fence failed, read after the fact (rejections only).
+const FENCE_STATE: &str = "
+    SELECT owner IS NOT NULL, token, expires_at_ms, retention_now_us() / 1000
+    FROM retention_lease WHERE name = $1";
+
+/// At most `limit` rows older than the cutoff, oldest first, by primary key.
+/// `SKIP LOCKED` keeps a delete from queueing behind rows another
+/// transaction (a manual cleanup, an application write) holds.
+const DELETE: &str = "
+    DELETE FROM retention_records
+    WHERE id IN (
+        SELECT id FROM retention_records
+        WHERE created_at_ms < $1
+        ORDER BY created_at_ms, id
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED)
+    RETURNING id, created_at_ms";
+
+/// A row the fenced delete removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DeletedRow {
+    /// When it was written; the ordering key.
+    pub created_at_ms: i64,
+    /// Its primary key.
+    pub id: u64,
+}
+
+/// The CONTRACT records repository on `retention_records`, fenced by the
+/// `retention_lease` row of the same database.
+#[derive(Debug, Clone)]
+pub struct PgRecords {
+    pool: Pool,
+    options: PgOptions,
+}
+
+impl PgRecords {
+    /// A repository over `pool`'s database, which [`super::migrate`] has
+    /// prepared. `options.lease_name` names the lease that fences it.
+    pub fn new(pool: Pool, options: PgOptions) -> Self {
+        Self { pool, options }
+    }
+
+    /// The fenced delete, returning the rows removed (oldest first) and the
+    /// database's time of the fence check.
+    pub async fn delete_applied(
+        &self,
+        older_than_ms: i64,
+        limit: u32,
+        fencing_token: u64,
+    ) -> Result<Applied<Vec<DeletedRow>>, CallError> {
+        let token = to_sql_i64(fencing_token, "token")?;
+        let limit = i64::from(limit);
+        let name = self.options.lease_name.as_str();
+        bounded("delete", self.options.call_timeout_ms, async {
+            let mut client = client(&self.pool, "delete").await?;
+            let tx = client
+                .transaction()
+                .await
+                .map_err(|e| db_error("delete: begin", e))?;
+            let fence = tx
+                .query_opt(FENCE, &[&name, &token])
+                .await
+                .map_err(|e| db_error("delete: fence", e))?;
+            let Some(fence) = fence else {
+                let state = tx
+                    .query_opt(FENCE_STATE, &[&name])
+                    .await
+                    .map_err(|e| db_error("delete: fence state", e))?;
+                // Dropping `tx` rolls back; nothing was deleted.
+                let why = rejection(state, fencing_token)?;
+                return Err(CallError::fenced(format!("token {fencing_token}: {why}")));
+            };
+            let at_us: i64 = fence.get(0);
+            let deleted = tx
+                .query(DELETE, &[&older_than_ms, &limit])
+                .await
+                .map_err(|e| db_error("delete", e))?;
+            tx.commit()
+                .await
+                .map_err(|e| db_error("delete: commit", e))?;
+            let mut rows = deleted
+                .iter()
+                .map(|row| {
+                    Ok(DeletedRow {
+                        id: from_sql_u64(row.get(0), "row id")?,
+                        created_at_ms: row.get(1),
+                    })
+                })
+                .collect::<Result<Vec<_>, CallError>>()?;
+            rows.sort_unstable();
+            Ok(Applied { value: rows, at_us })
+        })
+        .await
+    }
+}
+
+/// The model's reason for the refusal, from the row as it is now. A token
+/// only ever loses its standing, so the row read after the failed check
+/// still explains it.
+fn rejection(
+    state: Option<tokio_postgres::Row>,
+    fencing_token: u64,
+) -> Result<FenceRejection, CallError> {
+    let Some(row) = state else {
+        return Ok(FenceRejection::NoHolder);
+    };
+    let held: bool = row.get(0);
+    let current_token = from_sql_u64(row.get(1), "token")?;
+    let expires_at_ms: i64 = row.get(2);
+    Ok(if !held {
+        FenceRejection::NoHolder
+    } else if current_token != fencing_token {
+        FenceRejection::StaleToken { current_token }
+    } else {
+        FenceRejection::Expired { expires_at_ms }
+    })
+}
+
+impl RecordsRepository for PgRecords {
+    async fn delete_batch(
+        &self,
+        older_than_ms: i64,
+        limit: u32,
+        fencing_token: u64,
+    ) -> Result<u64, CallError> {
+        let applied = self
+            .delete_applied(older_than_ms, limit, fencing_token)
+            .await?;
+        Ok(applied.value.len() as u64)
+    }
+}
