@@ -38,7 +38,6 @@ use crate::CallError;
 
 /// Settings shared by both adapters.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct PgOptions {
     /// The lease row's name; replicas that compete share it. Default:
     /// `"retention"`.

@@ -17,7 +17,7 @@ use crate::{
 /// What the runner does, from flags or the environment (flags win). The
 /// defaults are [`WorkerConfig::default`]'s and [`PgOptions::default`]'s.
 #[derive(Debug, Clone, clap::Parser)]
-#[command(name = "retention-worker", version, about)]
+#[command(name = "retention-worker", version, about, args_override_self = true)]
 #[non_exhaustive]
 pub struct RunnerConfig {
     /// PostgreSQL to connect to: `postgres://user:pass@host:port/db`.

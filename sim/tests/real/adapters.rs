@@ -1,0 +1,272 @@
+//! The adapters and the runner against a real server: migrations, the lock
+//! that makes the fence atomic, error mapping, `--once` and shutdown.
+
+use std::time::Duration;
+
+use clap::Parser;
+use retention_worker::pg::{
+    PgLeaseService, PgOptions, PgRecords, RunnerConfig, RunnerOutcome, migrate, run_runner,
+};
+use retention_worker::{CallErrorKind, LeaseService, RecordsRepository, ReleaseOutcome, TermEnd};
+
+use crate::runtime;
+use crate::server::TempServer;
+
+const DAY_MS: i64 = 86_400_000;
+
+fn options() -> PgOptions {
+    PgOptions {
+        lease_ttl_ms: 10_000,
+        ..PgOptions::default()
+    }
+}
+
+fn now_ms() -> i64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970");
+    i64::try_from(since.as_millis()).expect("fits")
+}
+
+#[test]
+fn migrations_apply_once_even_when_replicas_start_together() {
+    let server = TempServer::start();
+    runtime().block_on(async {
+        let pool = server.database("migrations", 4).await;
+        // `database` migrated already: every later run, concurrent or not,
+        // finds nothing to do and fails on nothing.
+        let (a, b) = tokio::join!(migrate(&pool), migrate(&pool));
+        assert_eq!((a.unwrap(), b.unwrap()), (vec![], vec![]));
+        let client = pool.get().await.unwrap();
+        let versions: Vec<i32> = client
+            .query("SELECT version FROM retention_schema_migrations", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        assert_eq!(versions, vec![1]);
+        client
+            .batch_execute(
+                "INSERT INTO retention_records (created_at_ms)
+                     SELECT g FROM generate_series(1, 20000) g;
+                 ANALYZE retention_records;",
+            )
+            .await
+            .unwrap();
+        let plan: Vec<String> = client
+            .query(
+                "EXPLAIN SELECT id FROM retention_records WHERE created_at_ms < 15000 \
+                 ORDER BY created_at_ms, id LIMIT 200",
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        let plan = plan.join("\n");
+        assert!(plan.contains("retention_records_age"), "plan: {plan}");
+    });
+}
+
+#[test]
+fn a_delete_holds_the_lease_row_so_no_grant_commits_until_it_does() {
+    let server = TempServer::start();
+    runtime().block_on(async {
+        let pool = server.database("fence_lock", 4).await;
+        let leases = PgLeaseService::new(pool.clone(), options());
+        let lease = leases.acquire("a").await.unwrap().expect("granted");
+        // What the delete's transaction does first: lock the row in share
+        // mode under the current token.
+        let mut holder = pool.get().await.unwrap();
+        let tx = holder.transaction().await.unwrap();
+        let locked = tx
+            .query(
+                "SELECT token FROM retention_lease WHERE token = $1 FOR SHARE",
+                &[&i64::try_from(lease.fencing_token).unwrap()],
+            )
+            .await
+            .unwrap();
+        assert_eq!(locked.len(), 1);
+        let renewing = tokio::spawn({
+            let leases = leases.clone();
+            let lease = lease.clone();
+            async move { leases.renew(&lease).await }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !renewing.is_finished(),
+            "a renewal committed under a share lock"
+        );
+        tx.commit().await.unwrap();
+        let renewed = renewing.await.unwrap().unwrap().expect("renewed");
+        assert_eq!(renewed.fencing_token, lease.fencing_token + 1);
+
+        // The old token is now fenced, with the model's reason.
+        let records = PgRecords::new(pool.clone(), options());
+        let error = records
+            .delete_batch(now_ms(), 10, lease.fencing_token)
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind, CallErrorKind::Fenced);
+        assert_eq!(
+            error.detail,
+            format!(
+                "token 1: stale token (current is {})",
+                renewed.fencing_token
+            )
+        );
+    });
+}
+
+#[test]
+fn failures_map_to_the_worker_error_kinds() {
+    let server = TempServer::start();
+    runtime().block_on(async {
+        let pool = server.database("errors", 2).await;
+        let records = PgRecords::new(pool.clone(), options());
+        // A statement the server refuses: nothing applied.
+        pool.get()
+            .await
+            .unwrap()
+            .batch_execute("DROP TABLE retention_lease")
+            .await
+            .unwrap();
+        let error = records.delete_batch(0, 10, 1).await.unwrap_err();
+        assert_eq!(error.kind, CallErrorKind::Rejected, "{error}");
+        // No server at all: nothing was sent.
+        let unreachable =
+            retention_worker::pg::connect_pool("postgres://postgres@127.0.0.1:1/nowhere", 1)
+                .unwrap();
+        let leases = PgLeaseService::new(unreachable, options());
+        let error = leases.acquire("a").await.unwrap_err();
+        assert_eq!(error.kind, CallErrorKind::Rejected, "{error}");
+        assert!(error.detail.contains("no database connection"), "{error}");
+        let bad = retention_worker::pg::connect_pool("not a url at all", 1).unwrap_err();
+        assert!(bad.to_string().starts_with("DATABASE_URL"), "{bad}");
+    });
+}
+
+fn runner_config(url: &str, extra: &[&str]) -> RunnerConfig {
+    let mut args = vec![
+        "retention-worker",
+        "--database-url",
+        url,
+        "--owner-id",
+        "runner-1",
+        "--retention-ms",
+        "86400000",
+        "--lease-ttl-ms",
+        "3000",
+        "--renew-interval-ms",
+        "500",
+        "--expiry-margin-ms",
+        "300",
+        "--term-interval-ms",
+        "50",
+        "--term-jitter-ms-max",
+        "10",
+    ];
+    args.extend_from_slice(extra);
+    RunnerConfig::try_parse_from(args).expect("valid flags")
+}
+
+async fn seed_rows(pool: &retention_worker::pg::Pool, old: i64, fresh: i64) {
+    let client = pool.get().await.unwrap();
+    let now = now_ms();
+    client
+        .execute(
+            "INSERT INTO retention_records (created_at_ms)
+             SELECT $1 - g FROM generate_series(1, $2::bigint) g",
+            &[&(now - 2 * DAY_MS), &old],
+        )
+        .await
+        .unwrap();
+    client
+        .execute(
+            "INSERT INTO retention_records (created_at_ms)
+             SELECT $1 FROM generate_series(1, $2::bigint)",
+            &[&now, &fresh],
+        )
+        .await
+        .unwrap();
+}
+
+async fn rows_left(pool: &retention_worker::pg::Pool) -> i64 {
+    let client = pool.get().await.unwrap();
+    client
+        .query_one("SELECT count(*) FROM retention_records", &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[test]
+fn the_runner_once_runs_one_capped_term_and_releases() {
+    let server = TempServer::start();
+    runtime().block_on(async {
+        let pool = server.database("runner_once", 2).await;
+        seed_rows(&pool, 1_500, 7).await;
+        let config = runner_config(&server.url("runner_once"), &["--once"]);
+        let outcome = run_runner(config, std::future::pending()).await.unwrap();
+        let RunnerOutcome::Once(report) = &outcome else {
+            panic!("not a --once outcome: {outcome:?}");
+        };
+        assert_eq!(
+            (&report.end, report.rows_deleted, &report.release),
+            (&TermEnd::Capped, 1_000, &ReleaseOutcome::Released)
+        );
+        assert!(!outcome.failed());
+        assert_eq!(rows_left(&pool).await, 507);
+        let leases = PgLeaseService::new(pool.clone(), options());
+        let (holder, token, _) = leases.inspect().await.unwrap().expect("the row exists");
+        assert_eq!((holder, token), (None, report.last_fencing_token.unwrap()));
+    });
+}
+
+#[test]
+fn a_shutdown_mid_service_returns_only_after_the_release() {
+    let server = TempServer::start();
+    runtime().block_on(async {
+        let pool = server.database("runner_stop", 2).await;
+        seed_rows(&pool, 20_000, 3).await;
+        let config = runner_config(&server.url("runner_stop"), &[]);
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let runner = tokio::spawn(run_runner(config, async {
+            let _ = rx.await;
+        }));
+        // Let it delete for a while, then ask it to stop mid-backlog.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        tx.send(()).unwrap();
+        let outcome = runner.await.unwrap().unwrap();
+        let RunnerOutcome::Served(summary) = outcome else {
+            panic!("not a service outcome: {outcome:?}");
+        };
+        assert!(summary.rows_deleted > 0, "{summary:?}");
+        assert!(
+            rows_left(&pool).await > 3,
+            "shut down before the backlog drained"
+        );
+        let leases = PgLeaseService::new(pool.clone(), options());
+        let (holder, _, _) = leases.inspect().await.unwrap().expect("the row exists");
+        assert_eq!(
+            holder, None,
+            "the runner returned while still holding the lease"
+        );
+    });
+}
+
+#[test]
+fn the_runner_names_the_flag_that_breaks_a_rule() {
+    // Checked before any connection is tried.
+    let url = "postgres://postgres@127.0.0.1:1/never-contacted";
+    let config = runner_config(url, &["--renew-interval-ms", "5000"]);
+    let error = runtime()
+        .block_on(run_runner(config, std::future::pending()))
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "--renew-interval-ms = 5000: must be shorter than lease_ttl_ms"
+    );
+}

@@ -1,0 +1,325 @@
+//! Differential test: seeded sequences of lease and delete operations run
+//! against the simulator's models (`LeaseTable`, `RecordTable`) and against
+//! PostgreSQL through the production adapters must agree on every answer:
+//! tokens, expiries, grants and refusals, releases, fencing rejections (with
+//! their reasons) and the exact rows deleted. Time is the one thing made
+//! equal: the test database's `retention_now_us()` reads a clock the test
+//! sets, so both sides see the same instant, boundaries included.
+
+use std::fmt::Write as _;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use retention_worker::memory::{LeaseTable, RecordTable};
+use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords, Pool};
+use retention_worker::{CallErrorKind, Lease};
+
+use crate::runtime;
+use crate::server::TempServer;
+
+const TTL_MS: u64 = 1_000;
+const OWNERS: [&str; 3] = ["a", "b", "c"];
+const SEQUENCES: u64 = 30;
+const OPS_PER_SEQUENCE: usize = 80;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Advance(i64),
+    Insert(i64),
+    Acquire(usize),
+    Renew(usize, Lease),
+    Release(usize, Lease),
+    Delete {
+        older_than_ms: i64,
+        limit: u32,
+        token: u64,
+    },
+}
+
+/// What either side answered, in a form both produce.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Answer {
+    Nothing,
+    Lease(Option<Lease>),
+    Cleared(bool),
+    Deleted(Vec<(i64, u64)>),
+    Fenced(String),
+}
+
+struct Generator {
+    rng: ChaCha8Rng,
+    now_ms: i64,
+    /// Every lease each owner was granted, newest last.
+    granted: [Vec<Lease>; 3],
+    last_token: u64,
+}
+
+impl Generator {
+    fn lease_of(&mut self, owner: usize) -> Option<Lease> {
+        let leases = &self.granted[owner];
+        if leases.is_empty() {
+            return None;
+        }
+        // Mostly the newest, sometimes a stale one.
+        let index = if self.rng.gen_bool(0.7) {
+            leases.len() - 1
+        } else {
+            self.rng.gen_range(0..leases.len())
+        };
+        Some(leases[index].clone())
+    }
+
+    fn next(&mut self) -> Op {
+        let ttl = TTL_MS as i64;
+        let owner = self.rng.gen_range(0..OWNERS.len());
+        match self.rng.gen_range(0..100) {
+            0..=14 => {
+                // Land on the expiry boundary often: exactly, just before, after.
+                let step = [0, 1, ttl - 1, ttl, ttl + 1, self.rng.gen_range(0..2 * ttl)];
+                Op::Advance(step[self.rng.gen_range(0..step.len())])
+            }
+            15..=24 => Op::Insert(self.now_ms - self.rng.gen_range(0..3 * ttl)),
+            25..=44 => Op::Acquire(owner),
+            45..=59 => match self.lease_of(owner) {
+                Some(lease) => Op::Renew(owner, lease),
+                None => Op::Acquire(owner),
+            },
+            60..=69 => match self.lease_of(owner) {
+                Some(lease) => Op::Release(owner, lease),
+                None => Op::Acquire(owner),
+            },
+            _ => {
+                let token = if self.rng.gen_bool(0.5) {
+                    self.last_token
+                } else {
+                    self.rng.gen_range(1..=self.last_token + 1)
+                };
+                Op::Delete {
+                    older_than_ms: self.now_ms - self.rng.gen_range(0..2 * ttl),
+                    limit: self.rng.gen_range(1..=8),
+                    token,
+                }
+            }
+        }
+    }
+
+    fn observe(&mut self, op: &Op, answer: &Answer) {
+        if let Op::Advance(ms) = op {
+            self.now_ms += ms;
+        }
+        if let (Op::Acquire(owner) | Op::Renew(owner, _), Answer::Lease(Some(lease))) = (op, answer)
+        {
+            self.granted[*owner].push(lease.clone());
+            self.last_token = lease.fencing_token;
+        }
+    }
+}
+
+struct Model {
+    leases: LeaseTable,
+    records: RecordTable,
+    now_ms: i64,
+}
+
+impl Model {
+    fn apply(&mut self, op: &Op) -> Answer {
+        let now = self.now_ms;
+        match op {
+            Op::Advance(ms) => {
+                self.now_ms += ms;
+                Answer::Nothing
+            }
+            Op::Insert(at) => {
+                self.records.insert(*at);
+                Answer::Nothing
+            }
+            Op::Acquire(owner) => Answer::Lease(self.leases.acquire(OWNERS[*owner], now)),
+            Op::Renew(_, lease) => Answer::Lease(self.leases.renew(lease, now)),
+            Op::Release(_, lease) => Answer::Cleared(self.leases.release(lease)),
+            Op::Delete {
+                older_than_ms,
+                limit,
+                token,
+            } => match self.leases.check_fence(*token, now) {
+                Err(why) => Answer::Fenced(format!("token {token}: {why}")),
+                Ok(()) => Answer::Deleted(
+                    self.records
+                        .delete_older_than(*older_than_ms, *limit)
+                        .iter()
+                        .map(|row| (row.created_at_ms, row.id))
+                        .collect(),
+                ),
+            },
+        }
+    }
+}
+
+struct Postgres {
+    pool: Pool,
+    leases: PgLeaseService,
+    records: PgRecords,
+}
+
+impl Postgres {
+    async fn new(pool: Pool, start_ms: i64) -> Self {
+        let client = pool.get().await.expect("connect");
+        client
+            .batch_execute(
+                "CREATE TABLE differential_clock (now_us bigint NOT NULL);
+                 CREATE OR REPLACE FUNCTION retention_now_us() RETURNS bigint
+                     LANGUAGE sql VOLATILE AS $$ SELECT now_us FROM differential_clock $$;",
+            )
+            .await
+            .expect("install the test clock");
+        client
+            .execute(
+                "INSERT INTO differential_clock VALUES ($1)",
+                &[&(start_ms * 1_000)],
+            )
+            .await
+            .expect("set the clock");
+        drop(client);
+        let options = PgOptions {
+            lease_ttl_ms: TTL_MS,
+            ..PgOptions::default()
+        };
+        Self {
+            leases: PgLeaseService::new(pool.clone(), options.clone()),
+            records: PgRecords::new(pool.clone(), options),
+            pool,
+        }
+    }
+
+    async fn reset(&self, start_ms: i64) {
+        let client = self.pool.get().await.expect("connect");
+        client
+            .batch_execute("TRUNCATE retention_lease; TRUNCATE retention_records RESTART IDENTITY;")
+            .await
+            .expect("reset");
+        client
+            .execute(
+                "UPDATE differential_clock SET now_us = $1",
+                &[&(start_ms * 1_000)],
+            )
+            .await
+            .expect("set the clock");
+    }
+
+    async fn apply(&self, op: &Op, now_ms: i64) -> Answer {
+        let client = self.pool.get().await.expect("connect");
+        match op {
+            Op::Advance(ms) => {
+                client
+                    .execute(
+                        "UPDATE differential_clock SET now_us = $1",
+                        &[&((now_ms + ms) * 1_000)],
+                    )
+                    .await
+                    .expect("advance the clock");
+                Answer::Nothing
+            }
+            Op::Insert(at) => {
+                client
+                    .execute(
+                        "INSERT INTO retention_records (created_at_ms) VALUES ($1)",
+                        &[at],
+                    )
+                    .await
+                    .expect("insert");
+                Answer::Nothing
+            }
+            Op::Acquire(owner) => {
+                let got = self
+                    .leases
+                    .acquire_applied(OWNERS[*owner])
+                    .await
+                    .expect("acquire");
+                Answer::Lease(got.map(|applied| applied.value))
+            }
+            Op::Renew(_, lease) => {
+                let got = self.leases.renew_applied(lease).await.expect("renew");
+                Answer::Lease(got.map(|applied| applied.value))
+            }
+            Op::Release(_, lease) => Answer::Cleared(
+                self.leases
+                    .release_applied(lease)
+                    .await
+                    .expect("release")
+                    .is_some(),
+            ),
+            Op::Delete {
+                older_than_ms,
+                limit,
+                token,
+            } => match self
+                .records
+                .delete_applied(*older_than_ms, *limit, *token)
+                .await
+            {
+                Ok(applied) => Answer::Deleted(
+                    applied
+                        .value
+                        .iter()
+                        .map(|row| (row.created_at_ms, row.id))
+                        .collect(),
+                ),
+                Err(error) if error.kind == CallErrorKind::Fenced => Answer::Fenced(error.detail),
+                Err(error) => panic!("delete failed outright: {error}"),
+            },
+        }
+    }
+}
+
+#[test]
+fn the_models_and_postgresql_give_the_same_answers() {
+    let server = TempServer::start();
+    runtime().block_on(async {
+        let pool = server.database("differential", 2).await;
+        let start_ms = 1_000_000;
+        let pg = Postgres::new(pool, start_ms).await;
+        let mut compared = 0usize;
+        let mut kinds = [0usize; 4]; // grants, refusals, deletes, fenced
+        for seed in 0..SEQUENCES {
+            pg.reset(start_ms).await;
+            let mut model = Model {
+                leases: LeaseTable::new(TTL_MS),
+                records: RecordTable::new(),
+                now_ms: start_ms,
+            };
+            let mut generator = Generator {
+                rng: ChaCha8Rng::seed_from_u64(seed),
+                now_ms: start_ms,
+                granted: Default::default(),
+                last_token: 0,
+            };
+            let mut listing = String::new();
+            for index in 0..OPS_PER_SEQUENCE {
+                let op = generator.next();
+                let on_pg = pg.apply(&op, model.now_ms).await;
+                let on_model = model.apply(&op);
+                let _ = writeln!(listing, "  {index:>3}: {op:?} -> {on_model:?}");
+                assert_eq!(
+                    on_model, on_pg,
+                    "seed {seed}, op {index}: the model and PostgreSQL disagree on {op:?}\n\
+                     sequence so far (model's answers):\n{listing}"
+                );
+                match &on_model {
+                    Answer::Lease(Some(_)) => kinds[0] += 1,
+                    Answer::Lease(None) => kinds[1] += 1,
+                    Answer::Deleted(rows) if !rows.is_empty() => kinds[2] += 1,
+                    Answer::Fenced(_) => kinds[3] += 1,
+                    _ => {}
+                }
+                generator.observe(&op, &on_model);
+                compared += 1;
+            }
+        }
+        println!(
+            "differential: {compared} operations over {SEQUENCES} sequences agreed \
+             ({} grants, {} refusals, {} deletes that removed rows, {} fenced)",
+            kinds[0], kinds[1], kinds[2], kinds[3]
+        );
+        // The sequences must reach every kind of answer, or agreeing proves little.
+        assert!(kinds.iter().all(|&count| count >= 20), "{kinds:?}");
+    });
+}

@@ -1,0 +1,233 @@
+//! A throwaway PostgreSQL server for one test: `initdb` in a temporary
+//! folder, a free port on 127.0.0.1, stopped and deleted on drop.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use retention_worker::pg::{Pool, connect_pool, migrate};
+
+const INSTALL_HINT: &str = "install the server with `apt-get install -y postgresql` \
+     (Debian/Ubuntu; .ci/run does this), or set PG_BIN_DIR to the folder holding \
+     initdb, pg_ctl and postgres";
+
+/// A running server; dropping it stops the server and removes its files.
+pub struct TempServer {
+    dir: PathBuf,
+    bin: PathBuf,
+    port: u16,
+    /// As root, the server runs as this user (initdb refuses root).
+    run_as: Option<String>,
+}
+
+impl TempServer {
+    /// Starts a fresh server, or panics saying what is missing and how to
+    /// install it. Never skips.
+    pub fn start() -> Self {
+        static STARTED: AtomicU32 = AtomicU32::new(0);
+        let bin = find_bin_dir();
+        let run_as = if command_output("id", &["-u"]) == "0" {
+            assert!(
+                Command::new("id")
+                    .arg("-u")
+                    .arg("postgres")
+                    .output()
+                    .is_ok_and(|o| o.status.success()),
+                "running as root, PostgreSQL needs an unprivileged user and there is no \
+                 `postgres` user: {INSTALL_HINT}"
+            );
+            Some("postgres".to_owned())
+        } else {
+            None
+        };
+        let n = STARTED.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("retention-pg-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the server's temporary folder");
+        let mut server = Self {
+            dir,
+            bin,
+            port: 0,
+            run_as,
+        };
+        if let Some(user) = &server.run_as {
+            let uid = command_output("id", &["-u", user]).parse().expect("a uid");
+            let gid = command_output("id", &["-g", user]).parse().expect("a gid");
+            std::os::unix::fs::chown(&server.dir, Some(uid), Some(gid))
+                .expect("hand the temporary folder to the postgres user");
+        }
+        let data = server.dir.join("data");
+        server.run(
+            "initdb",
+            &[
+                "-D",
+                path_str(&data),
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "-N",
+            ],
+        );
+        // A free port can be taken between our probe and the server's bind:
+        // try a few.
+        let mut last_error = String::new();
+        for _ in 0..5 {
+            server.port = free_port();
+            let options = format!(
+                "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off \
+                 -c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
+                server.port,
+                path_str(&server.dir)
+            );
+            let log = server.dir.join("server.log");
+            let started = server.try_run(
+                "pg_ctl",
+                &[
+                    "-D",
+                    path_str(&data),
+                    "-l",
+                    path_str(&log),
+                    "-w",
+                    "-t",
+                    "60",
+                    "-o",
+                    &options,
+                    "start",
+                ],
+            );
+            match started {
+                Ok(()) => return server,
+                Err(error) => {
+                    let tail = std::fs::read_to_string(&log).unwrap_or_default();
+                    last_error = format!("{error}\nserver log:\n{tail}");
+                }
+            }
+        }
+        panic!("PostgreSQL did not start: {last_error}");
+    }
+
+    /// A URL for database `name` on this server.
+    pub fn url(&self, name: &str) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/{name}", self.port)
+    }
+
+    /// Creates database `name`, applies the shipped migrations, and returns a
+    /// pool of `pool_size` connections to it.
+    pub async fn database(&self, name: &str, pool_size: usize) -> Pool {
+        let admin = connect_pool(&self.url("postgres"), 1).expect("admin pool");
+        admin
+            .get()
+            .await
+            .expect("connect to the test server")
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .expect("create a test database");
+        let pool = connect_pool(&self.url(name), pool_size).expect("pool");
+        migrate(&pool).await.expect("migrate a fresh database");
+        pool
+    }
+
+    fn run(&self, tool: &str, args: &[&str]) {
+        if let Err(error) = self.try_run(tool, args) {
+            panic!("{error}");
+        }
+    }
+
+    fn try_run(&self, tool: &str, args: &[&str]) -> Result<(), String> {
+        let program = self.bin.join(tool);
+        let mut command = match &self.run_as {
+            Some(user) => {
+                let mut c = Command::new("runuser");
+                c.args(["-u", user, "--"]).arg(&program);
+                c
+            }
+            None => Command::new(&program),
+        };
+        let output = command
+            .args(args)
+            .current_dir(&self.dir)
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}; {INSTALL_HINT}", program.display()))?;
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{tool} {args:?} failed ({}):\n{}{}",
+                output.status,
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ))
+        }
+    }
+}
+
+impl Drop for TempServer {
+    fn drop(&mut self) {
+        let data = self.dir.join("data");
+        let _ = self.try_run(
+            "pg_ctl",
+            &["-D", path_str(&data), "-m", "immediate", "-w", "stop"],
+        );
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `PG_BIN_DIR`, then Debian's versioned folders (newest first), then PATH.
+fn find_bin_dir() -> PathBuf {
+    let has_tools = |dir: &Path| {
+        ["initdb", "pg_ctl", "postgres"]
+            .iter()
+            .all(|t| dir.join(t).is_file())
+    };
+    if let Some(dir) = std::env::var_os("PG_BIN_DIR") {
+        let dir = PathBuf::from(dir);
+        assert!(
+            has_tools(&dir),
+            "PG_BIN_DIR={} lacks initdb, pg_ctl or postgres",
+            dir.display()
+        );
+        return dir;
+    }
+    let mut candidates: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let version = entry.file_name().to_str()?.parse().ok()?;
+            Some((version, entry.path().join("bin")))
+        })
+        .collect();
+    candidates.sort();
+    let on_path = std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+        .unwrap_or_default();
+    candidates
+        .into_iter()
+        .rev()
+        .map(|(_, dir)| dir)
+        .chain(on_path)
+        .find(|dir| has_tools(dir))
+        .unwrap_or_else(|| panic!("PostgreSQL server binaries not found: {INSTALL_HINT}"))
+}
+
+fn free_port() -> u16 {
+    let probe = TcpListener::bind("127.0.0.1:0").expect("bind a probe socket");
+    probe.local_addr().expect("probe address").port()
+}
+
+fn command_output(program: &str, args: &[&str]) -> String {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("temporary paths are UTF-8")
+}
