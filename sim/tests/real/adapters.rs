@@ -75,48 +75,50 @@ fn a_delete_holds_the_lease_row_so_no_grant_commits_until_it_does() {
     let server = TempServer::start();
     runtime().block_on(async {
         let pool = server.database("fence_lock", 4).await;
+        seed_rows(&pool, 50, 0).await;
         let leases = PgLeaseService::new(pool.clone(), options());
+        let records = PgRecords::new(pool.clone(), options());
         let lease = leases.acquire("a").await.unwrap().expect("granted");
-        // What the delete's transaction does first: lock the row in share
-        // mode under the current token.
-        let mut holder = pool.get().await.unwrap();
-        let tx = holder.transaction().await.unwrap();
-        let locked = tx
-            .query(
-                "SELECT token FROM retention_lease WHERE token = $1 FOR SHARE",
-                &[&i64::try_from(lease.fencing_token).unwrap()],
-            )
+        // Stall the adapter's delete between its fence check and its
+        // DELETE: another transaction holds the records table exclusively.
+        let mut blocker = pool.get().await.unwrap();
+        let stall = blocker.transaction().await.unwrap();
+        stall
+            .batch_execute("LOCK TABLE retention_records IN EXCLUSIVE MODE")
             .await
             .unwrap();
-        assert_eq!(locked.len(), 1);
+        let deleting = tokio::spawn({
+            let records = records.clone();
+            async move { records.delete_applied(now_ms(), 10, 1).await }
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!deleting.is_finished(), "the delete was not stalled");
         let renewing = tokio::spawn({
-            let leases = leases.clone();
-            let lease = lease.clone();
-            async move { leases.renew(&lease).await }
+            let (leases, lease) = (leases.clone(), lease.clone());
+            async move { leases.renew_applied(&lease).await }
         });
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert!(
             !renewing.is_finished(),
-            "a renewal committed under a share lock"
+            "a renewal committed while a fenced delete held the lease row"
         );
-        tx.commit().await.unwrap();
+        stall.commit().await.unwrap();
+        let deleted = deleting.await.unwrap().expect("the fenced delete");
+        assert_eq!(deleted.value.len(), 10);
         let renewed = renewing.await.unwrap().unwrap().expect("renewed");
-        assert_eq!(renewed.fencing_token, lease.fencing_token + 1);
+        assert_eq!(renewed.value.fencing_token, 2);
+        assert!(
+            renewed.at_us > deleted.at_us,
+            "the grant is ordered after the delete it waited for"
+        );
 
         // The old token is now fenced, with the model's reason.
-        let records = PgRecords::new(pool.clone(), options());
         let error = records
             .delete_batch(now_ms(), 10, lease.fencing_token)
             .await
             .unwrap_err();
         assert_eq!(error.kind, CallErrorKind::Fenced);
-        assert_eq!(
-            error.detail,
-            format!(
-                "token 1: stale token (current is {})",
-                renewed.fencing_token
-            )
-        );
+        assert_eq!(error.detail, "token 1: stale token (current is 2)");
     });
 }
 

@@ -27,8 +27,8 @@ enum Op {
     Advance(i64),
     Insert(i64),
     Acquire(usize),
-    Renew(usize, Lease),
-    Release(usize, Lease),
+    Renew(Lease),
+    Release(Lease),
     Delete {
         older_than_ms: i64,
         limit: u32,
@@ -81,11 +81,11 @@ impl Generator {
             15..=24 => Op::Insert(self.now_ms - self.rng.gen_range(0..3 * ttl)),
             25..=44 => Op::Acquire(owner),
             45..=59 => match self.lease_of(owner) {
-                Some(lease) => Op::Renew(owner, lease),
+                Some(lease) => Op::Renew(lease),
                 None => Op::Acquire(owner),
             },
             60..=69 => match self.lease_of(owner) {
-                Some(lease) => Op::Release(owner, lease),
+                Some(lease) => Op::Release(lease),
                 None => Op::Acquire(owner),
             },
             _ => {
@@ -107,9 +107,12 @@ impl Generator {
         if let Op::Advance(ms) = op {
             self.now_ms += ms;
         }
-        if let (Op::Acquire(owner) | Op::Renew(owner, _), Answer::Lease(Some(lease))) = (op, answer)
-        {
-            self.granted[*owner].push(lease.clone());
+        if let (Op::Acquire(_) | Op::Renew(_), Answer::Lease(Some(lease))) = (op, answer) {
+            let owner = OWNERS
+                .iter()
+                .position(|o| *o == lease.owner_id)
+                .expect("a known owner");
+            self.granted[owner].push(lease.clone());
             self.last_token = lease.fencing_token;
         }
     }
@@ -134,8 +137,8 @@ impl Model {
                 Answer::Nothing
             }
             Op::Acquire(owner) => Answer::Lease(self.leases.acquire(OWNERS[*owner], now)),
-            Op::Renew(_, lease) => Answer::Lease(self.leases.renew(lease, now)),
-            Op::Release(_, lease) => Answer::Cleared(self.leases.release(lease)),
+            Op::Renew(lease) => Answer::Lease(self.leases.renew(lease, now)),
+            Op::Release(lease) => Answer::Cleared(self.leases.release(lease)),
             Op::Delete {
                 older_than_ms,
                 limit,
@@ -236,11 +239,11 @@ impl Postgres {
                     .expect("acquire");
                 Answer::Lease(got.map(|applied| applied.value))
             }
-            Op::Renew(_, lease) => {
+            Op::Renew(lease) => {
                 let got = self.leases.renew_applied(lease).await.expect("renew");
                 Answer::Lease(got.map(|applied| applied.value))
             }
-            Op::Release(_, lease) => Answer::Cleared(
+            Op::Release(lease) => Answer::Cleared(
                 self.leases
                     .release_applied(lease)
                     .await
