@@ -8,8 +8,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use retention_sim::{
-    BenchConfig, Expect, ExploreConfig, FaultEvent, Flaw, OpKind, RunSpec, Scenario, bench, check,
-    explore, format_failure, parse_token, peak_rss_mb, replay_command, run, scenario_report, swarm,
+    BenchConfig, Expect, ExploreConfig, FaultEvent, Flaw, History, OpKind, RunSpec, Scenario,
+    bench, check, excerpt, explore, format_failure, parse_token, peak_rss_mb, replay_command, run,
+    scenario_report, swarm,
 };
 
 #[derive(Parser)]
@@ -38,6 +39,15 @@ enum Command {
     },
     /// Measures the harness: speed, overhead, seeds to find each flaw, memory.
     Bench(BenchArgs),
+    /// Checks a recorded history (JSON lines, as `run --jsonl` or the
+    /// real-mode tests write it) and prints the verdict.
+    Check {
+        /// The history file.
+        history: std::path::PathBuf,
+        /// Also print the whole timeline.
+        #[arg(long)]
+        timeline: bool,
+    },
     /// Runs scenario files and checks each one's expected outcome.
     Scenario {
         /// The files.
@@ -181,6 +191,7 @@ fn main() -> ExitCode {
         Command::Scenario { files, flaw } => run_scenarios(&files, flaw),
         Command::Explore(args) => run_explore(&args),
         Command::Bench(args) => run_bench(&args),
+        Command::Check { history, timeline } => check_file(&history, timeline),
     };
     match result {
         Ok(passed) => ExitCode::from(if passed { 0 } else { 1 }),
@@ -205,6 +216,27 @@ fn run_one(spec: &RunSpec, jsonl: Option<&std::path::Path>) -> Result<bool, Stri
     } else {
         println!("{}", format_failure(spec, &history, &verdict));
     }
+    Ok(verdict.passed())
+}
+
+fn check_file(path: &std::path::Path, timeline: bool) -> Result<bool, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let history = History::from_jsonl(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let verdict = check(&history);
+    if timeline {
+        println!("{}", history.timeline());
+    }
+    println!(
+        "verdict for {} (seed {}, {} events):\n{}",
+        path.display(),
+        verdict.seed,
+        history.events.len(),
+        verdict.summary()
+    );
+    for violation in &verdict.violations {
+        println!("{violation}\n{}", excerpt(&history, &violation.events));
+    }
+    println!("{} violations", verdict.violations.len());
     Ok(verdict.passed())
 }
 

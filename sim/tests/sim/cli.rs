@@ -193,3 +193,43 @@ fn shards_split_a_sweep_between_machines() {
     assert_eq!(code, 2);
     assert!(err.contains("need 1 <= I <= N"), "{err}");
 }
+
+#[test]
+fn check_judges_a_recorded_history_file() {
+    let dir = std::env::temp_dir().join(format!("sim-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let clean = dir.join("clean.jsonl");
+    let path = clean.to_str().unwrap();
+    let (code, _, _) = sim(&["run", "--seed", "4", "--jsonl", path]);
+    assert_eq!(code, 0);
+    let (code, out, _) = sim(&["check", path]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("0 violations"), "{out}");
+
+    // The same history with one delete's token changed breaks FEN-1.
+    let text = std::fs::read_to_string(&clean).unwrap();
+    let mut history = retention_sim::History::from_jsonl(&text).unwrap();
+    let delete = history
+        .events
+        .iter_mut()
+        .find_map(|event| match &mut event.kind {
+            retention_sim::EventKind::Invoke {
+                invocation: retention_sim::Invocation::Delete { token, .. },
+                ..
+            } => Some(token),
+            _ => None,
+        })
+        .expect("the run deleted");
+    *delete += 100;
+    let edited = dir.join("edited.jsonl");
+    std::fs::write(&edited, history.to_jsonl()).unwrap();
+    let (code, out, _) = sim(&["check", edited.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FEN-1: delete carried token"), "{out}");
+
+    std::fs::write(&edited, "{\"seed\": 1}\n").unwrap();
+    let (code, _, err) = sim(&["check", edited.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("edited.jsonl: line 1: header"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
