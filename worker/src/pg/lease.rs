@@ -64,7 +64,10 @@ impl PgLeaseService {
         bounded("acquire", self.options.call_timeout_ms, async {
             let client = client(&self.pool, "acquire").await?;
             let rows = client
-                .query(ACQUIRE, &[&name, &owner_id, &ttl_ms])
+                .query(
+                    &prepared(&client, ACQUIRE, "acquire").await?,
+                    &[&name, &owner_id, &ttl_ms],
+                )
                 .await
                 .map_err(|e| db_error("acquire", e))?;
             granted(rows, "acquire")
@@ -87,7 +90,7 @@ impl PgLeaseService {
                 &ttl_ms,
             ];
             let rows = client
-                .query(RENEW, &params)
+                .query(&prepared(&client, RENEW, "renew").await?, &params)
                 .await
                 .map_err(|e| db_error("renew", e))?;
             granted(rows, "renew")
@@ -104,7 +107,7 @@ impl PgLeaseService {
             let client = client(&self.pool, "release").await?;
             let rows = client
                 .query(
-                    RELEASE,
+                    &prepared(&client, RELEASE, "release").await?,
                     &[&name, &lease.owner_id, &token, &lease.expires_at_ms],
                 )
                 .await
@@ -132,6 +135,19 @@ impl PgLeaseService {
         })
         .await
     }
+}
+
+/// Statements are prepared once per connection: a lease call is then one
+/// round trip.
+async fn prepared(
+    client: &deadpool_postgres::Object,
+    sql: &str,
+    op: &str,
+) -> Result<tokio_postgres::Statement, CallError> {
+    client
+        .prepare_cached(sql)
+        .await
+        .map_err(|e| db_error(op, e))
 }
 
 fn granted(rows: Vec<tokio_postgres::Row>, op: &str) -> Result<Option<Applied<Lease>>, CallError> {

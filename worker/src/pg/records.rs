@@ -86,8 +86,12 @@ impl PgRecords {
                 .transaction()
                 .await
                 .map_err(|e| db_error("delete: begin", e))?;
+            let statement = tx
+                .prepare_cached(FENCE)
+                .await
+                .map_err(|e| db_error("delete: prepare", e))?;
             let fence = tx
-                .query_opt(FENCE, &[&name, &token])
+                .query_opt(&statement, &[&name, &token])
                 .await
                 .map_err(|e| db_error("delete: fence", e))?;
             let Some(fence) = fence else {
@@ -100,8 +104,12 @@ impl PgRecords {
                 return Err(CallError::fenced(format!("token {fencing_token}: {why}")));
             };
             let at_us: i64 = fence.get(0);
+            let statement = tx
+                .prepare_cached(DELETE)
+                .await
+                .map_err(|e| db_error("delete: prepare", e))?;
             let deleted = tx
-                .query(DELETE, &[&older_than_ms, &limit])
+                .query(&statement, &[&older_than_ms, &limit])
                 .await
                 .map_err(|e| db_error("delete", e))?;
             tx.commit()
