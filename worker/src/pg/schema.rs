@@ -29,8 +29,10 @@ pub async fn migrate(pool: &Pool) -> Result<Vec<i32>, SetupError> {
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK_KEY])
         .await
         .map_err(fail("lock"))?;
+    // "already exists, skipping" notices are not news to an operator.
     tx.batch_execute(
-        "CREATE TABLE IF NOT EXISTS retention_schema_migrations (
+        "SET LOCAL client_min_messages = warning;
+         CREATE TABLE IF NOT EXISTS retention_schema_migrations (
              version    integer     PRIMARY KEY,
              name       text        NOT NULL,
              applied_at timestamptz NOT NULL DEFAULT now()
