@@ -32,7 +32,7 @@ fn sigterm_stops_after_the_term_settles_and_the_lease_is_released() {
             .await
             .unwrap();
     });
-    let mut child = Command::new(env!("CARGO_BIN_EXE_retention-worker"))
+    let child = Command::new(env!("CARGO_BIN_EXE_retention-worker"))
         .env("DATABASE_URL", server.url("runner_signal"))
         .env("RUST_LOG", "info")
         .args(["--owner-id", "signal-test", "--retention-ms", "1000"])

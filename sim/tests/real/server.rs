@@ -177,8 +177,54 @@ impl Drop for TempServer {
     }
 }
 
-/// `PG_BIN_DIR`, then Debian's versioned folders (newest first), then PATH.
+/// The server binaries; on a machine without them, installs Debian's
+/// `postgresql` package once (as root, or through passwordless sudo), so the
+/// README's test command passes on a fresh machine. Fails loudly otherwise.
 fn find_bin_dir() -> PathBuf {
+    static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    if let Some(dir) = search_bin_dir() {
+        return dir;
+    }
+    let _one_at_a_time = INSTALL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(dir) = search_bin_dir() {
+        return dir;
+    }
+    eprintln!("PostgreSQL server binaries not found: installing Debian's postgresql package");
+    let as_root: &[&str] = if command_output("id", &["-u"]) == "0" {
+        &[]
+    } else {
+        &["sudo", "-n"]
+    };
+    let apt = |args: &[&str]| {
+        let mut command = Command::new(as_root.first().copied().unwrap_or("apt-get"));
+        command.args(as_root.iter().skip(1));
+        if !as_root.is_empty() {
+            command.arg("apt-get");
+        }
+        command
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .is_ok_and(|status| status.success())
+    };
+    let installed = apt(&["update", "-qq"]) && apt(&["install", "-y", "-qq", "postgresql"]);
+    match search_bin_dir() {
+        Some(dir) => dir,
+        None => panic!(
+            "PostgreSQL server binaries not found and installing them {}: {INSTALL_HINT}",
+            if installed {
+                "did not provide them"
+            } else {
+                "failed"
+            }
+        ),
+    }
+}
+
+/// `PG_BIN_DIR`, then Debian's versioned folders (newest first), then PATH.
+fn search_bin_dir() -> Option<PathBuf> {
     let has_tools = |dir: &Path| {
         ["initdb", "pg_ctl", "postgres"]
             .iter()
@@ -191,7 +237,7 @@ fn find_bin_dir() -> PathBuf {
             "PG_BIN_DIR={} lacks initdb, pg_ctl or postgres",
             dir.display()
         );
-        return dir;
+        return Some(dir);
     }
     let mut candidates: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
         .into_iter()
@@ -212,7 +258,6 @@ fn find_bin_dir() -> PathBuf {
         .map(|(_, dir)| dir)
         .chain(on_path)
         .find(|dir| has_tools(dir))
-        .unwrap_or_else(|| panic!("PostgreSQL server binaries not found: {INSTALL_HINT}"))
 }
 
 fn free_port() -> u16 {
