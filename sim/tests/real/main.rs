@@ -8,8 +8,11 @@
 
 mod adapters;
 mod differential;
+mod faults;
+mod log;
+mod port;
 mod real_mode;
-mod recording;
+mod replica;
 mod server;
 
 /// A multi-threaded tokio runtime for one test.

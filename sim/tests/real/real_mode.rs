@@ -21,8 +21,9 @@ use retention_sim::{Actor, EventKind, Header, History, Outcome, check, excerpt};
 use retention_worker::WorkerConfig;
 use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords, Pool};
 
-use crate::recording::{Faults, InFlight, Log, Replica, Shared, wall_us};
-use crate::runtime;
+use crate::faults::{Faults, InFlight};
+use crate::log::{Log, wall_us};
+use crate::replica::{Replica, Shared};
 use crate::server::TempServer;
 
 const REPLICAS: u32 = 3;
@@ -144,7 +145,18 @@ fn three_replicas_on_postgresql_keep_every_clause_under_faults() {
         .ok()
         .map_or(1, |s| s.parse().expect("REAL_MODE_SEED is a number"));
     let server = TempServer::start();
-    runtime().block_on(async move {
+    // One thread, as in the simulator: a task runs undisturbed between its
+    // awaits, so what a worker decides and what the log records about it
+    // (a stop flag and the `StopCalled` event, a check of that flag and the
+    // next call's invoke) are one step. With worker threads another task
+    // could slip between the two, and the history would show an order that
+    // never happened. The database, a separate process, stays as concurrent
+    // as ever.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async move {
         let pool = server.database("real_mode", 12).await;
         let log = Arc::new(Log::new());
         let start_ms = log.epoch_ms;
@@ -185,8 +197,7 @@ fn three_replicas_on_postgresql_keep_every_clause_under_faults() {
             schedule.push(tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(pause_at_ms)).await;
                 // A GC pause mid-term: the leader freezes past its TTL.
-                let victim = replicas.iter().find(|r| r.leading.load(Ordering::SeqCst)).unwrap_or(&replicas[0]);
-                victim.pause(PAUSE_MS).await;
+                leader(&replicas).await.pause(PAUSE_MS).await;
             }));
         }
         {
@@ -195,7 +206,8 @@ fn three_replicas_on_postgresql_keep_every_clause_under_faults() {
             schedule.push(tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(kill_at_ms)).await;
                 // Mid-term: the replica leading now, if any.
-                let victim = replicas.iter().find(|r| r.leading.load(Ordering::SeqCst)).unwrap_or(&replicas[0]);
+                let victim = leader(&replicas).await;
+                let _alone = victim.lifecycle.lock().await;
                 victim.kill().await;
                 tokio::time::sleep(Duration::from_millis(800)).await;
                 victim.record_restart();
@@ -207,6 +219,7 @@ fn three_replicas_on_postgresql_keep_every_clause_under_faults() {
             let (at_ms, callers, jitter_seed) = (stop_at_ms[i], stop_callers[i], plan.r#gen());
             schedule.push(tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(at_ms)).await;
+                let _alone = victim.lifecycle.lock().await;
                 victim.stop(callers).await;
                 // Redeployed: a fresh process with a fresh worker.
                 tokio::time::sleep(Duration::from_millis(300)).await;
@@ -225,9 +238,7 @@ fn three_replicas_on_postgresql_keep_every_clause_under_faults() {
         arrivals_done.store(true, Ordering::SeqCst);
         let arrived = inserter.await.unwrap();
         shared.faults.enabled.store(false, Ordering::SeqCst);
-        for replica in &replicas {
-            replica.freeze(FREEZE_MS);
-        }
+        let frozen: Vec<_> = replicas.iter().map(|r| r.freeze(FREEZE_MS)).collect();
         shared.in_flight.drained().await;
         let so_far = log.history(header(seed, initial_rows));
         let newest_cutoff = so_far
@@ -248,8 +259,8 @@ fn three_replicas_on_postgresql_keep_every_clause_under_faults() {
             newer_written,
             "seed {seed}: rows written at or after cutoff {newest_cutoff}, the newest any delete used, went missing"
         );
-        for replica in &replicas {
-            replica.thaw();
+        for (replica, gate) in replicas.iter().zip(&frozen) {
+            replica.thaw(gate);
         }
 
         // Drain without faults until a term completes with a cutoff past
@@ -265,6 +276,7 @@ fn three_replicas_on_postgresql_keep_every_clause_under_faults() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         for replica in &replicas {
+            let _alone = replica.lifecycle.lock().await;
             replica.stop(1).await;
         }
         shared.in_flight.drained().await;
@@ -306,6 +318,18 @@ fn three_replicas_on_postgresql_keep_every_clause_under_faults() {
             assert!(counts.get(fault).is_some_and(|n| *n > 0), "seed {seed}: no {fault} in the run: {listed:?}");
         }
     });
+}
+
+/// The replica in a term now; waits up to a second for one (between terms
+/// nobody leads), then settles for r1.
+async fn leader(replicas: &[Arc<Replica>]) -> &Arc<Replica> {
+    for _ in 0..100 {
+        if let Some(leading) = replicas.iter().find(|r| r.leading.load(Ordering::SeqCst)) {
+            return leading;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    &replicas[0]
 }
 
 fn header(seed: u64, initial_rows: u64) -> Header {

@@ -1,0 +1,270 @@
+//! A replica's lease service and repository: the production PostgreSQL
+//! adapters with faults injected around them, every call and every database
+//! effect recorded in the simulator's history format.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use retention_sim::{Actor, EventKind, Invocation, OpKind, Outcome, RowRec};
+use retention_worker::{CallError, CallErrorKind, Lease, LeaseService, RecordsRepository};
+
+use crate::faults::Gate;
+use crate::replica::Replica;
+
+/// A replica's lease service and repository: the production adapters, with
+/// faults around them and every call recorded.
+#[derive(Clone)]
+pub struct Port {
+    pub replica: Arc<Replica>,
+    /// The freeze of the process this port belongs to.
+    pub gate: Gate,
+}
+
+/// The database side of one call: runs detached (a killed process's request
+/// is already on the wire) and records what the database did.
+type Exec<T> = Box<
+    dyn FnOnce(
+            Arc<Replica>,
+            u64,
+            u32,
+            bool,
+        ) -> futures_util::future::BoxFuture<'static, Result<T, CallError>>
+        + Send,
+>;
+
+impl Port {
+    async fn call<T: Send + 'static>(
+        &self,
+        invocation: Invocation,
+        exec: Exec<T>,
+        outcome: impl FnOnce(&T) -> Outcome,
+    ) -> Result<T, CallError> {
+        let replica = &self.replica;
+        self.gate.pass().await;
+        let op = invocation.kind();
+        if op == OpKind::Acquire {
+            replica.term.fetch_add(1, Ordering::SeqCst);
+        }
+        let term = replica.term.load(Ordering::SeqCst);
+        let call = replica.next_call.fetch_add(1, Ordering::SeqCst) + 1;
+        replica.record(EventKind::Invoke { call, invocation });
+        let drawn = replica.draw(op);
+        sleep_ms(drawn.request_delay_ms).await;
+        // Frozen while the request was delayed: it leaves after the thaw.
+        self.gate.pass().await;
+        let mut result = if drawn.reject {
+            Err(CallError::rejected("injected: refused before sending"))
+        } else {
+            replica.in_flight.0.fetch_add(1, Ordering::SeqCst);
+            let task = exec(replica.clone(), call, term, drawn.revoke);
+            let in_flight = replica.in_flight.clone();
+            tokio::spawn(async move {
+                let result = task.await;
+                in_flight.0.fetch_sub(1, Ordering::SeqCst);
+                result
+            })
+            .await
+            .expect("a database call panicked")
+        };
+        sleep_ms(drawn.reply_delay_ms).await;
+        self.gate.pass().await;
+        if drawn.ambiguous {
+            result = Err(CallError::ambiguous("injected: applied, reply lost"));
+        }
+        let recorded = match &result {
+            Ok(answer) => outcome(answer),
+            Err(error) => failed(error),
+        };
+        replica.record(EventKind::Return {
+            call,
+            op,
+            outcome: recorded,
+        });
+        result
+    }
+}
+
+async fn sleep_ms(ms: u64) {
+    if ms > 0 {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+}
+
+fn failed(error: &CallError) -> Outcome {
+    let kind = match error.kind {
+        CallErrorKind::Rejected => "rejected",
+        CallErrorKind::Ambiguous => "ambiguous",
+        CallErrorKind::Fenced => "fenced",
+        _ => "protocol",
+    };
+    Outcome::Failed {
+        kind: kind.into(),
+        detail: error.detail.clone(),
+    }
+}
+
+fn record_grant(
+    r: &Replica,
+    call: u64,
+    term: u32,
+    op: OpKind,
+    got: &Option<retention_worker::pg::Applied<Lease>>,
+) {
+    match got {
+        Some(applied) => {
+            let lease = r.log.lease(&applied.value);
+            r.log.record_at(
+                applied.at_us,
+                Actor::Lease,
+                term,
+                EventKind::Granted { call, lease },
+            );
+        }
+        None => r
+            .log
+            .record(Actor::Lease, term, EventKind::Refused { call, op }),
+    }
+}
+
+impl LeaseService for Port {
+    async fn acquire(&self, owner_id: &str) -> Result<Option<Lease>, CallError> {
+        let owner = owner_id.to_owned();
+        let exec: Exec<Option<Lease>> = Box::new(move |r, call, term, _| {
+            Box::pin(async move {
+                let got = r.leases.acquire_applied(&owner).await?;
+                record_grant(&r, call, term, OpKind::Acquire, &got);
+                Ok(got.map(|applied| applied.value))
+            })
+        });
+        let log = &self.replica.log;
+        let answer = self
+            .call(Invocation::Acquire, exec, |a| {
+                Outcome::Lease(a.as_ref().map(|l| log.lease(l)))
+            })
+            .await?;
+        if answer.is_some() {
+            self.replica.leading.store(true, Ordering::SeqCst);
+        }
+        Ok(answer)
+    }
+
+    async fn renew(&self, lease: &Lease) -> Result<Option<Lease>, CallError> {
+        let sent = lease.clone();
+        let invocation = Invocation::Renew {
+            lease: self.replica.log.lease(lease),
+        };
+        let exec: Exec<Option<Lease>> = Box::new(move |r, call, term, revoke| {
+            Box::pin(async move {
+                if revoke {
+                    // An operator (or a failover) takes the lease; the
+                    // renewal is answered with no lease.
+                    match r.leases.release_applied(&sent).await? {
+                        Some(at_us) => {
+                            let lease = r.log.lease(&sent);
+                            r.log.record_at(
+                                at_us,
+                                Actor::Lease,
+                                term,
+                                EventKind::Revoked { call, lease },
+                            );
+                        }
+                        None => r.log.record(
+                            Actor::Lease,
+                            term,
+                            EventKind::Refused {
+                                call,
+                                op: OpKind::Renew,
+                            },
+                        ),
+                    }
+                    return Ok(None);
+                }
+                let got = r.leases.renew_applied(&sent).await?;
+                record_grant(&r, call, term, OpKind::Renew, &got);
+                Ok(got.map(|applied| applied.value))
+            })
+        });
+        let log = &self.replica.log;
+        self.call(invocation, exec, |a| {
+            Outcome::Lease(a.as_ref().map(|l| log.lease(l)))
+        })
+        .await
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<(), CallError> {
+        let sent = lease.clone();
+        let invocation = Invocation::Release {
+            lease: self.replica.log.lease(lease),
+        };
+        let exec: Exec<()> = Box::new(move |r, call, term, _| {
+            Box::pin(async move {
+                let cleared = r.leases.release_applied(&sent).await?;
+                let kind = EventKind::Released {
+                    call,
+                    lease: r.log.lease(&sent),
+                    cleared: cleared.is_some(),
+                };
+                match cleared {
+                    Some(at_us) => r.log.record_at(at_us, Actor::Lease, term, kind),
+                    None => r.log.record(Actor::Lease, term, kind),
+                }
+                Ok(())
+            })
+        });
+        self.call(invocation, exec, |()| Outcome::Done).await
+    }
+}
+
+impl RecordsRepository for Port {
+    async fn delete_batch(
+        &self,
+        older_than_ms: i64,
+        limit: u32,
+        token: u64,
+    ) -> Result<u64, CallError> {
+        let epoch_ms = self.replica.log.epoch_ms;
+        let invocation = Invocation::Delete {
+            older_than_ms: older_than_ms - epoch_ms,
+            limit,
+            token,
+        };
+        let exec: Exec<u64> = Box::new(move |r, call, term, _| {
+            Box::pin(async move {
+                match r.records.delete_applied(older_than_ms, limit, token).await {
+                    Ok(applied) => {
+                        let rows = applied
+                            .value
+                            .iter()
+                            .map(|row| RowRec {
+                                id: row.id,
+                                created_at_ms: row.created_at_ms - epoch_ms,
+                            })
+                            .collect::<Vec<_>>();
+                        let count = rows.len() as u64;
+                        let kind = EventKind::Deleted {
+                            call,
+                            token,
+                            older_than_ms: older_than_ms - epoch_ms,
+                            rows,
+                        };
+                        r.log.record_at(applied.at_us, Actor::Db, term, kind);
+                        Ok(count)
+                    }
+                    Err(error) if error.kind == CallErrorKind::Fenced => {
+                        let kind = EventKind::Fenced {
+                            call,
+                            token,
+                            reason: error.detail.clone(),
+                        };
+                        r.log.record(Actor::Db, term, kind);
+                        Err(error)
+                    }
+                    Err(error) => Err(error),
+                }
+            })
+        });
+        self.call(invocation, exec, |rows| Outcome::Deleted(*rows))
+            .await
+    }
+}

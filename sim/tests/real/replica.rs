@@ -1,0 +1,200 @@
+//! A real-mode replica: its identity, fault draws and term count, and the
+//! worker it runs, which can be started, killed, paused and stopped.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use retention_sim::{Actor, EventKind, OpKind, TermSummary};
+use retention_worker::pg::{PgLeaseService, PgRecords};
+use retention_worker::{Dependencies, SeededJitter, Worker, WorkerConfig};
+use tokio::task::JoinHandle;
+
+use crate::faults::{Drawn, Faults, Gate, GatedClock, InFlight};
+use crate::log::Log;
+use crate::port::Port;
+
+type RealWorker = Worker<GatedClock, Port, Port>;
+
+/// One replica: identity, fault draws, term count, and its current worker.
+pub struct Replica {
+    pub index: u32,
+    pub log: Arc<Log>,
+    pub faults: Arc<Faults>,
+    pub rng: Mutex<ChaCha8Rng>,
+    pub next_call: Arc<AtomicU64>,
+    pub in_flight: Arc<InFlight>,
+    pub term: AtomicU32,
+    pub stop_callers: AtomicU32,
+    /// The current process's freeze; a restarted process gets a fresh one.
+    gate: Mutex<Gate>,
+    /// Between a granted acquire and the term's end.
+    pub leading: AtomicBool,
+    pub leases: PgLeaseService,
+    pub records: PgRecords,
+    pub running: Mutex<Option<(Arc<RealWorker>, JoinHandle<()>)>>,
+    /// Held through a kill or stop and the restart after it, so two of them
+    /// never interleave on one replica (which would leave two workers).
+    pub lifecycle: tokio::sync::Mutex<()>,
+}
+
+/// What the replicas share.
+pub struct Shared {
+    pub log: Arc<Log>,
+    pub faults: Arc<Faults>,
+    pub next_call: Arc<AtomicU64>,
+    pub in_flight: Arc<InFlight>,
+    pub leases: PgLeaseService,
+    pub records: PgRecords,
+}
+
+impl Replica {
+    pub fn new(index: u32, seed: u64, shared: &Shared) -> Arc<Self> {
+        Arc::new(Self {
+            index,
+            log: shared.log.clone(),
+            faults: shared.faults.clone(),
+            rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed ^ u64::from(index) << 32)),
+            next_call: shared.next_call.clone(),
+            in_flight: shared.in_flight.clone(),
+            term: AtomicU32::new(0),
+            stop_callers: AtomicU32::new(0),
+            gate: Mutex::new(Gate::new()),
+            leading: AtomicBool::new(false),
+            leases: shared.leases.clone(),
+            records: shared.records.clone(),
+            running: Mutex::new(None),
+            lifecycle: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    pub fn record(&self, kind: EventKind) {
+        let term = self.term.load(Ordering::SeqCst);
+        self.log.record(Actor::Replica(self.index), term, kind);
+    }
+
+    /// Starts a fresh worker serving terms.
+    pub fn start(self: &Arc<Self>, config: WorkerConfig, jitter_seed: u64) {
+        let gate = self.gate();
+        let port = Port {
+            replica: self.clone(),
+            gate: gate.clone(),
+        };
+        let deps = Dependencies {
+            clock: GatedClock(gate),
+            leases: port.clone(),
+            records: port,
+        };
+        let worker =
+            Arc::new(Worker::new(format!("r{}", self.index), config, deps).expect("valid config"));
+        let (me, serving) = (self.clone(), worker.clone());
+        let task = tokio::spawn(async move {
+            let on_term = |report: &retention_worker::TermReport| {
+                me.leading.store(false, Ordering::SeqCst);
+                let TermSummary {
+                    end,
+                    rows,
+                    batches,
+                    renewals,
+                    release,
+                } = report.into();
+                me.record(EventKind::TermEnded {
+                    end,
+                    rows,
+                    batches,
+                    renewals,
+                    release,
+                });
+            };
+            let _ = serving
+                .serve(&mut SeededJitter::new(jitter_seed), on_term)
+                .await;
+        });
+        *self.running.lock().unwrap() = Some((worker, task));
+    }
+
+    /// Kills the process: its tasks are dropped wherever they are; calls
+    /// already sent still reach the database.
+    pub async fn kill(&self) {
+        let running = self.running.lock().unwrap().take();
+        self.record(EventKind::Crashed);
+        self.leading.store(false, Ordering::SeqCst);
+        if let Some((_, task)) = running {
+            task.abort();
+            let _ = task.await;
+        }
+        *self.gate.lock().unwrap() = Gate::new();
+    }
+
+    fn gate(&self) -> Gate {
+        self.gate.lock().unwrap().clone()
+    }
+
+    pub fn record_restart(&self) {
+        self.record(EventKind::Restarted);
+    }
+
+    pub async fn pause(&self, for_ms: u64) {
+        let gate = self.freeze(for_ms);
+        tokio::time::sleep(Duration::from_millis(for_ms)).await;
+        self.thaw(&gate);
+    }
+
+    /// The first half of [`Replica::pause`], for callers that decide when
+    /// the thaw comes; `for_ms` is what the history says it will last.
+    pub fn freeze(&self, for_ms: u64) -> Gate {
+        let gate = self.gate();
+        gate.close();
+        self.record(EventKind::Paused { for_ms });
+        gate
+    }
+
+    pub fn thaw(&self, gate: &Gate) {
+        // A process killed while frozen has no thaw; its successor was
+        // never frozen.
+        if self.gate().same(gate) {
+            self.record(EventKind::Resumed);
+        }
+        gate.open();
+    }
+
+    /// `callers` concurrent `stop()` calls; resolves when all have.
+    pub async fn stop(self: &Arc<Self>, callers: u32) {
+        let Some(worker) = self
+            .running
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|(w, _)| w.clone())
+        else {
+            return;
+        };
+        let calls: Vec<_> = (0..callers)
+            .map(|_| {
+                let (me, worker) = (self.clone(), worker.clone());
+                tokio::spawn(async move {
+                    // A frozen process calls nothing until it thaws.
+                    me.gate().pass().await;
+                    let caller = me.stop_callers.fetch_add(1, Ordering::SeqCst) + 1;
+                    me.record(EventKind::StopCalled { caller });
+                    worker.stop().await;
+                    me.record(EventKind::StopResolved { caller });
+                })
+            })
+            .collect();
+        for call in calls {
+            call.await.expect("a stop caller panicked");
+        }
+        // stop() resolved, so serve() has settled: its task ends at once.
+        let running = self.running.lock().unwrap().take();
+        if let Some((_, task)) = running {
+            task.await.expect("the serve task panicked");
+        }
+    }
+
+    pub fn draw(&self, op: OpKind) -> Drawn {
+        self.faults.draw(&mut self.rng.lock().unwrap(), op)
+    }
+}
