@@ -16,11 +16,11 @@
 //! | REN-2 | every renewal sends the latest lease; only a newer token replaces it | `term.rs`, `state.rs` |
 //! | REN-3 | null, failure, or no answer by expiry all take the one loss path; no delete or renewal after it | `state.rs` |
 //! | FEN-1 | every delete reads the latest stored token just before it is issued | `term.rs` |
-//! | FEN-2 | the repository checks the token atomically with the delete (system level) | [`memory`] |
+//! | FEN-2 | the repository checks the token atomically with the delete (system level) | [`memory`], `pg` (`records.rs`) |
 //! | CUT-1 | one cutoff per term, computed once after acquire | `term.rs` |
 //! | CAP-1 | batches of at most `batch_size` and the remaining allowance; the term ends at the cap or a short batch | `term.rs`, `config.rs` |
 //! | REL-1 | release reads the latest stored lease, and only after acquire | `term.rs` |
-//! | REL-2 | release is compare-and-set in the lease service | [`LeaseService::release`], [`memory`] |
+//! | REL-2 | release is compare-and-set in the lease service | [`LeaseService::release`], [`memory`], `pg` (`lease.rs`) |
 //! | REL-3 | one exit path releases after normal end, delete failure and stop; not after a null renewal | `term.rs` |
 //! | STP-1 | after `stop()` no acquire, renew or delete begins | `term.rs`, `state.rs` |
 //! | STP-2 | `stop()` ends renewal scheduling | `term.rs` |

@@ -28,6 +28,8 @@ pub struct Replica {
     pub in_flight: Arc<InFlight>,
     pub term: AtomicU32,
     pub stop_callers: AtomicU32,
+    /// Calls this replica has made, across restarts.
+    pub calls: AtomicU32,
     /// The current process's freeze; a restarted process gets a fresh one.
     gate: Mutex<Gate>,
     /// Between a granted acquire and the term's end.
@@ -61,6 +63,7 @@ impl Replica {
             in_flight: shared.in_flight.clone(),
             term: AtomicU32::new(0),
             stop_callers: AtomicU32::new(0),
+            calls: AtomicU32::new(0),
             gate: Mutex::new(Gate::new()),
             leading: AtomicBool::new(false),
             leases: shared.leases.clone(),
@@ -194,7 +197,19 @@ impl Replica {
         }
     }
 
+    /// This call's faults: drawn, except that every replica's 5th call is
+    /// rejected and its 9th loses its reply, so each run has both whatever
+    /// the draws say.
     pub fn draw(&self, op: OpKind) -> Drawn {
-        self.faults.draw(&mut self.rng.lock().unwrap(), op)
+        let nth = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut drawn = self.faults.draw(&mut self.rng.lock().unwrap(), op);
+        if self.faults.enabled.load(Ordering::SeqCst) {
+            match nth {
+                5 => (drawn.reject, drawn.ambiguous, drawn.revoke) = (true, false, false),
+                9 => (drawn.reject, drawn.ambiguous) = (false, true),
+                _ => {}
+            }
+        }
+        drawn
     }
 }
