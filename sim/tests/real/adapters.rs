@@ -123,6 +123,42 @@ fn a_delete_holds_the_lease_row_so_no_grant_commits_until_it_does() {
 }
 
 #[test]
+fn the_worker_traits_answer_as_the_contract_says() {
+    let server = TempServer::start();
+    runtime().block_on(async {
+        let pool = server.database("traits", 2).await;
+        seed_rows(&pool, 5, 2).await;
+        let leases = PgLeaseService::new(pool.clone(), options());
+        let records = PgRecords::new(pool.clone(), options());
+        let first = leases.acquire("a").await.unwrap().expect("granted");
+        assert_eq!((first.owner_id.as_str(), first.fencing_token), ("a", 1));
+        assert_eq!(leases.acquire("b").await.unwrap(), None, "held by a");
+        let renewed = leases.renew(&first).await.unwrap().expect("renewed");
+        assert_eq!(renewed.fencing_token, 2);
+        assert!(renewed.expires_at_ms >= first.expires_at_ms);
+        assert_eq!(leases.renew(&first).await.unwrap(), None, "a stale lease");
+
+        let cutoff = now_ms() - DAY_MS;
+        assert_eq!(records.delete_batch(cutoff, 3, 2).await.unwrap(), 3);
+        assert_eq!(records.delete_batch(cutoff, 3, 2).await.unwrap(), 2);
+        assert_eq!(records.delete_batch(cutoff, 3, 2).await.unwrap(), 0);
+        assert_eq!(rows_left(&pool).await, 2, "the fresh rows stay");
+
+        // Release is compare-and-set: the stale lease changes nothing.
+        leases.release(&first).await.unwrap();
+        let (holder, _, _) = leases.inspect().await.unwrap().unwrap();
+        assert_eq!(holder.as_deref(), Some("a"));
+        leases.release(&renewed).await.unwrap();
+        assert_eq!(
+            leases.inspect().await.unwrap(),
+            Some((None, 2, renewed.expires_at_ms))
+        );
+        let next = leases.acquire("b").await.unwrap().expect("released");
+        assert_eq!(next.fencing_token, 3, "tokens continue after a release");
+    });
+}
+
+#[test]
 fn failures_map_to_the_worker_error_kinds() {
     let server = TempServer::start();
     runtime().block_on(async {
@@ -271,4 +307,22 @@ fn the_runner_names_the_flag_that_breaks_a_rule() {
         error.to_string(),
         "--renew-interval-ms = 5000: must be shorter than lease_ttl_ms"
     );
+}
+
+#[test]
+fn a_once_term_whose_acquire_fails_exits_as_a_failure() {
+    let server = TempServer::start();
+    // No migrations: the lease table does not exist, the server refuses.
+    let config = runner_config(&server.url("postgres"), &["--once", "--skip-migrations"]);
+    let outcome = runtime()
+        .block_on(run_runner(config, std::future::pending()))
+        .unwrap();
+    let RunnerOutcome::Once(report) = &outcome else {
+        panic!("not a --once outcome: {outcome:?}");
+    };
+    match &report.end {
+        TermEnd::AcquireFailed(error) => assert_eq!(error.kind, CallErrorKind::Rejected),
+        other => panic!("expected a failed acquire, got {other:?}"),
+    }
+    assert!(outcome.failed());
 }
