@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use retention_worker::pg::{
-    PgLeaseService, PgOptions, PgRecords, RunnerConfig, RunnerOutcome, migrate, run_runner,
+    PgLeaseService, PgOptions, PgRecords, RunnerConfig, RunnerOutcome, default_owner_id, migrate,
+    run_runner,
 };
 use retention_worker::{CallErrorKind, LeaseService, RecordsRepository, ReleaseOutcome, TermEnd};
 
@@ -325,4 +326,46 @@ fn a_once_term_whose_acquire_fails_exits_as_a_failure() {
         other => panic!("expected a failed acquire, got {other:?}"),
     }
     assert!(outcome.failed());
+}
+
+#[test]
+fn flags_reach_the_worker_and_the_adapters() {
+    let config = runner_config(
+        "postgres://postgres@127.0.0.1:1/unused",
+        &[
+            "--lease-name",
+            "nightly",
+            "--call-timeout-ms",
+            "700",
+            "--batch-size",
+            "50",
+        ],
+    );
+    let worker = config.worker_config();
+    assert_eq!(
+        (
+            worker.batch_size,
+            worker.retention_ms,
+            worker.lease_ttl_ms,
+            worker.renew_interval_ms
+        ),
+        (50, 86_400_000, 3_000, 500)
+    );
+    assert_eq!(
+        (
+            worker.expiry_margin_ms,
+            worker.term_interval_ms,
+            worker.term_jitter_ms_max
+        ),
+        (300, 50, 10)
+    );
+    let pg = config.pg_options();
+    assert_eq!(
+        (pg.lease_name.as_str(), pg.lease_ttl_ms, pg.call_timeout_ms),
+        ("nightly", 3_000, 700)
+    );
+    assert_eq!(config.owner(), "runner-1");
+    assert_eq!(default_owner_id(Some("web-1\n"), 42), "web-1-42");
+    assert_eq!(default_owner_id(Some("  "), 42), "replica-42");
+    assert_eq!(default_owner_id(None, 7), "replica-7");
 }

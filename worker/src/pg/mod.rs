@@ -31,7 +31,9 @@ pub use clock::SystemClock;
 pub use deadpool_postgres::Pool;
 pub use lease::PgLeaseService;
 pub use records::{DeletedRow, PgRecords};
-pub use runner::{RunnerConfig, RunnerError, RunnerOutcome, run_runner};
+pub use runner::{
+    RunnerConfig, RunnerError, RunnerOutcome, default_owner_id, jitter_seed, run_runner,
+};
 pub use schema::{MIGRATIONS, migrate};
 
 use crate::CallError;

@@ -96,17 +96,23 @@ impl RunnerConfig {
         }
     }
 
-    fn owner(&self) -> String {
+    /// The lease owner id: `--owner-id`, or [`default_owner_id`] of this
+    /// host and process.
+    pub fn owner(&self) -> String {
         self.owner_id.clone().unwrap_or_else(|| {
             let host = std::env::var("HOSTNAME")
                 .ok()
-                .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
-                .map(|name| name.trim().to_owned())
-                .filter(|name| !name.is_empty())
-                .unwrap_or_else(|| "replica".to_owned());
-            format!("{host}-{}", std::process::id())
+                .or_else(|| std::fs::read_to_string("/etc/hostname").ok());
+            default_owner_id(host.as_deref(), std::process::id())
         })
     }
+}
+
+/// `host-pid`, or `replica-pid` when the host name is unknown or blank: two
+/// replicas on one host still differ.
+pub fn default_owner_id(host: Option<&str>, pid: u32) -> String {
+    let host = host.map(str::trim).filter(|name| !name.is_empty());
+    format!("{}-{pid}", host.unwrap_or("replica"))
 }
 
 /// What the runner did.
@@ -204,7 +210,10 @@ pub async fn run_runner(
         if once {
             serving.run().await.map(RunnerOutcome::Once)
         } else {
-            let mut jitter = SeededJitter::new(jitter_seed(&owner));
+            let start_nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.subsec_nanos());
+            let mut jitter = SeededJitter::new(jitter_seed(&owner, start_nanos));
             serving
                 .serve(&mut jitter, |_| {})
                 .await
@@ -235,13 +244,34 @@ pub async fn run_runner(
     }
 }
 
-/// Replicas started together should not contend in lockstep: seed the
-/// schedule's jitter from the owner id and the start time.
-fn jitter_seed(owner: &str) -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| since.subsec_nanos());
-    owner.bytes().fold(u64::from(nanos), |seed, byte| {
-        seed.rotate_left(5) ^ u64::from(byte)
+/// Replicas started together should not contend in lockstep: the jitter's
+/// seed mixes the owner id (distinct per replica) with the start instant.
+pub fn jitter_seed(owner: &str, start_nanos: u32) -> u64 {
+    fnv1a64(owner.as_bytes()) ^ u64::from(start_nanos)
+}
+
+/// FNV-1a, 64 bits: a stable hash (std's hasher is seeded per process).
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{fnv1a64, jitter_seed};
+
+    #[test]
+    fn the_hash_matches_the_published_fnv1a_vectors() {
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn replicas_and_restarts_get_different_seeds() {
+        assert_ne!(jitter_seed("r1", 5), jitter_seed("r2", 5));
+        assert_ne!(jitter_seed("r1", 5), jitter_seed("r1", 6));
+        assert_eq!(jitter_seed("r1", 5), jitter_seed("r1", 5));
+    }
 }
