@@ -273,5 +273,7 @@ mod tests {
         assert_ne!(jitter_seed("r1", 5), jitter_seed("r2", 5));
         assert_ne!(jitter_seed("r1", 5), jitter_seed("r1", 6));
         assert_eq!(jitter_seed("r1", 5), jitter_seed("r1", 5));
+        // The instant is mixed in bit by bit, not merely added in.
+        assert_eq!(jitter_seed("", 3), 0xcbf2_9ce4_8422_2326);
     }
 }
