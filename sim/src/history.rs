@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::spec::OpKind;
+use crate::subject::TermSummary;
 
 /// A run's header and its events, in the order they happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -266,6 +267,43 @@ pub enum EventKind {
         /// have used long enough ago to have been deleted by a healthy run.
         stale_rows_left: u64,
     },
+}
+
+impl Outcome {
+    /// How a failed call is recorded: the error's kind in lower case and
+    /// its detail.
+    pub fn failed(error: &retention_worker::CallError) -> Self {
+        use retention_worker::CallErrorKind;
+        let kind = match error.kind {
+            CallErrorKind::Rejected => "rejected",
+            CallErrorKind::Ambiguous => "ambiguous",
+            CallErrorKind::Fenced => "fenced",
+            _ => "protocol",
+        };
+        Self::Failed {
+            kind: kind.into(),
+            detail: error.detail.clone(),
+        }
+    }
+}
+
+impl From<TermSummary> for EventKind {
+    fn from(term: TermSummary) -> Self {
+        let TermSummary {
+            end,
+            rows,
+            batches,
+            renewals,
+            release,
+        } = term;
+        Self::TermEnded {
+            end,
+            rows,
+            batches,
+            renewals,
+            release,
+        }
+    }
 }
 
 impl History {

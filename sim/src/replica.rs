@@ -98,20 +98,7 @@ impl ReplicaCtx {
     }
 
     fn record_term_end(&self, term: TermSummary) {
-        let TermSummary {
-            end,
-            rows,
-            batches,
-            renewals,
-            release,
-        } = term;
-        self.record(EventKind::TermEnded {
-            end,
-            rows,
-            batches,
-            renewals,
-            release,
-        });
+        self.record(term.into());
     }
 
     /// Draws this call's faults.
@@ -238,7 +225,7 @@ impl SimPort {
         };
         let recorded = match &result {
             Ok(answer) => outcome(answer),
-            Err(error) => failed(error),
+            Err(error) => Outcome::failed(error),
         };
         ctx.record(EventKind::Return {
             call,
@@ -264,19 +251,6 @@ impl SimPort {
             }
         }
         nth
-    }
-}
-
-fn failed(error: &CallError) -> Outcome {
-    let kind = match error.kind {
-        retention_worker::CallErrorKind::Rejected => "rejected",
-        retention_worker::CallErrorKind::Ambiguous => "ambiguous",
-        retention_worker::CallErrorKind::Fenced => "fenced",
-        _ => "protocol",
-    };
-    Outcome::Failed {
-        kind: kind.into(),
-        detail: error.detail.clone(),
     }
 }
 

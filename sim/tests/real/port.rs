@@ -74,7 +74,7 @@ impl Port {
         }
         let recorded = match &result {
             Ok(answer) => outcome(answer),
-            Err(error) => failed(error),
+            Err(error) => Outcome::failed(error),
         };
         replica.record(EventKind::Return {
             call,
@@ -88,19 +88,6 @@ impl Port {
 async fn sleep_ms(ms: u64) {
     if ms > 0 {
         tokio::time::sleep(Duration::from_millis(ms)).await;
-    }
-}
-
-fn failed(error: &CallError) -> Outcome {
-    let kind = match error.kind {
-        CallErrorKind::Rejected => "rejected",
-        CallErrorKind::Ambiguous => "ambiguous",
-        CallErrorKind::Fenced => "fenced",
-        _ => "protocol",
-    };
-    Outcome::Failed {
-        kind: kind.into(),
-        detail: error.detail.clone(),
     }
 }
 

@@ -96,20 +96,7 @@ impl Replica {
         let task = tokio::spawn(async move {
             let on_term = |report: &retention_worker::TermReport| {
                 me.leading.store(false, Ordering::SeqCst);
-                let TermSummary {
-                    end,
-                    rows,
-                    batches,
-                    renewals,
-                    release,
-                } = report.into();
-                me.record(EventKind::TermEnded {
-                    end,
-                    rows,
-                    batches,
-                    renewals,
-                    release,
-                });
+                me.record(TermSummary::from(report).into());
             };
             let _ = serving
                 .serve(&mut SeededJitter::new(jitter_seed), on_term)
