@@ -3,8 +3,13 @@
 //! database (differential), and three replicas on tokio whose history the
 //! simulator's checker judges.
 //!
-//! Each test starts its own server (`server.rs`); a machine without the
-//! PostgreSQL binaries fails these tests with the command that installs them.
+//! Map: `server.rs` starts a throwaway server per test (installing Debian's
+//! package if the binaries are missing, failing with the command otherwise);
+//! `adapters.rs` and `differential.rs` test the adapters and runner;
+//! `real_mode.rs` is the real-mode test, `world.rs` its run and phases,
+//! `replica.rs` a replica's lifecycle, `port.rs` the recording, faulty view
+//! of the adapters, `faults.rs` the fault draws and the freeze, `log.rs` the
+//! history log.
 
 mod adapters;
 mod differential;
@@ -14,6 +19,7 @@ mod port;
 mod real_mode;
 mod replica;
 mod server;
+mod world;
 
 /// A multi-threaded tokio runtime for one test.
 fn runtime() -> tokio::runtime::Runtime {
