@@ -1,7 +1,8 @@
 //! Rows per second of the fenced delete (the PostgreSQL adapter: a
 //! transaction that share-locks the lease row under the caller's token, then
-//! deletes a batch) against an unfenced batched delete (the same DELETE
-//! statement alone) on the same table, on a throwaway local server.
+//! deletes a batch) against an unfenced batched delete (the adapter's own
+//! DELETE statement, `DELETE_OLDEST`, alone) on the same table, on a
+//! throwaway local server.
 //!
 //! `cargo bench -p sim --bench fenced_delete`. Rounds alternate between the
 //! two so drift on a shared machine hits both; each round starts from a
@@ -13,20 +14,11 @@ mod server;
 
 use std::time::Instant;
 
-use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords, Pool};
+use retention_worker::pg::{DELETE_OLDEST, PgLeaseService, PgOptions, PgRecords, Pool};
 use retention_worker::{LeaseService, RecordsRepository};
 
 const ROWS_PER_ROUND: i64 = 40_000;
 const ROUNDS: usize = 5;
-
-const UNFENCED: &str = "
-    DELETE FROM retention_records
-    WHERE id IN (
-        SELECT id FROM retention_records
-        WHERE created_at_ms < $1
-        ORDER BY created_at_ms, id
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED)";
 
 async fn refill(pool: &Pool) {
     let client = pool.get().await.unwrap();
@@ -45,15 +37,17 @@ async fn refill(pool: &Pool) {
         .unwrap();
 }
 
-/// Deletes every row in batches of `batch`; returns rows per second.
-async fn fenced(records: &PgRecords, token: u64, batch: u32) -> f64 {
+/// Deletes every row in batches of `batch` with `delete` (which returns
+/// the rows one batch removed); returns rows per second.
+async fn rows_per_sec<F, Fut>(batch: u32, mut delete: F) -> f64
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = u64>,
+{
     let started = Instant::now();
     let mut total = 0;
     loop {
-        let rows = records
-            .delete_batch(ROWS_PER_ROUND + 1, batch, token)
-            .await
-            .unwrap();
+        let rows = delete().await;
         total += rows;
         if rows < u64::from(batch) {
             break;
@@ -63,23 +57,25 @@ async fn fenced(records: &PgRecords, token: u64, batch: u32) -> f64 {
     total as f64 / started.elapsed().as_secs_f64()
 }
 
+/// Through the adapter: the share lock under the token, then the delete.
+async fn fenced(records: &PgRecords, token: u64, batch: u32) -> f64 {
+    rows_per_sec(batch, || async {
+        let deleted = records.delete_batch(ROWS_PER_ROUND + 1, batch, token);
+        deleted.await.unwrap()
+    })
+    .await
+}
+
+/// The adapter's own DELETE statement, prepared, with no fence around it.
 async fn unfenced(pool: &Pool, batch: u32) -> f64 {
     let client = pool.get().await.unwrap();
-    let statement = client.prepare(UNFENCED).await.unwrap();
-    let started = Instant::now();
-    let mut total = 0;
-    loop {
-        let rows = client
-            .execute(&statement, &[&(ROWS_PER_ROUND + 1), &i64::from(batch)])
-            .await
-            .unwrap();
-        total += rows;
-        if rows < u64::from(batch) {
-            break;
-        }
-    }
-    assert_eq!(total, ROWS_PER_ROUND as u64);
-    total as f64 / started.elapsed().as_secs_f64()
+    let statement = client.prepare(DELETE_OLDEST).await.unwrap();
+    let params = (ROWS_PER_ROUND + 1, i64::from(batch));
+    rows_per_sec(batch, || async {
+        let rows = client.query(&statement, &[&params.0, &params.1]).await;
+        rows.unwrap().len() as u64
+    })
+    .await
 }
 
 fn median(mut values: Vec<f64>) -> f64 {

@@ -270,6 +270,18 @@ pub enum EventKind {
 }
 
 impl Outcome {
+    /// How a call's result is recorded: `ok` describes an answer, a failure
+    /// is [`Outcome::failed`].
+    pub fn of<T>(
+        result: &Result<T, retention_worker::CallError>,
+        ok: impl FnOnce(&T) -> Self,
+    ) -> Self {
+        match result {
+            Ok(answer) => ok(answer),
+            Err(error) => Self::failed(error),
+        }
+    }
+
     /// How a failed call is recorded: the error's kind in lower case and
     /// its detail.
     pub fn failed(error: &retention_worker::CallError) -> Self {

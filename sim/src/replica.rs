@@ -223,10 +223,7 @@ impl SimPort {
                 ctx.rpc_timeout_ms
             ))),
         };
-        let recorded = match &result {
-            Ok(answer) => outcome(answer),
-            Err(error) => Outcome::failed(error),
-        };
+        let recorded = Outcome::of(&result, outcome);
         ctx.record(EventKind::Return {
             call,
             op,

@@ -72,10 +72,7 @@ impl Port {
         if drawn.ambiguous {
             result = Err(CallError::ambiguous("injected: applied, reply lost"));
         }
-        let recorded = match &result {
-            Ok(answer) => outcome(answer),
-            Err(error) => Outcome::failed(error),
-        };
+        let recorded = Outcome::of(&result, outcome);
         replica.record(EventKind::Return {
             call,
             op,

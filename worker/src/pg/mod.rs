@@ -30,7 +30,7 @@ use std::time::Duration;
 pub use clock::SystemClock;
 pub use deadpool_postgres::Pool;
 pub use lease::PgLeaseService;
-pub use records::{DeletedRow, PgRecords};
+pub use records::{DELETE_OLDEST, DeletedRow, PgRecords};
 pub use runner::{
     RunnerConfig, RunnerError, RunnerOutcome, default_owner_id, jitter_seed, run_runner,
 };

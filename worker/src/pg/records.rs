@@ -32,10 +32,12 @@ const FENCE_STATE: &str = "
     SELECT owner IS NOT NULL, token, expires_at_ms, retention_now_us() / 1000
     FROM retention_lease WHERE name = $1";
 
-/// At most `limit` rows older than the cutoff, oldest first, by primary key.
-/// `SKIP LOCKED` keeps a delete from queueing behind rows another
-/// transaction (a manual cleanup, an application write) holds.
-const DELETE: &str = "
+/// The batch delete the fence guards: at most `$2` rows older than `$1`,
+/// oldest first, by primary key, returning `id, created_at_ms`. `SKIP
+/// LOCKED` keeps a delete from queueing behind rows another transaction (a
+/// manual cleanup, an application write) holds. Public so that a benchmark
+/// can run the very same statement without the fence.
+pub const DELETE_OLDEST: &str = "
     DELETE FROM retention_records
     WHERE id IN (
         SELECT id FROM retention_records
@@ -105,7 +107,7 @@ impl PgRecords {
             };
             let at_us: i64 = fence.get(0);
             let statement = tx
-                .prepare_cached(DELETE)
+                .prepare_cached(DELETE_OLDEST)
                 .await
                 .map_err(|e| db_error("delete: prepare", e))?;
             let deleted = tx
