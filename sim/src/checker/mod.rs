@@ -7,7 +7,7 @@ mod service;
 
 use std::fmt;
 
-use crate::history::History;
+use crate::model::History;
 
 /// Every clause the checker checks, in report order. CONTRACT.md's clauses,
 /// then data safety (DATA-*), report honesty (RPT-1) and liveness (LIVE-*).

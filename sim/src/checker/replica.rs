@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 
 use super::Findings;
-use crate::history::{Actor, Event, EventKind, History, Invocation, LeaseRec, Outcome};
-use crate::spec::OpKind;
+use crate::model::{
+    Actor, Event, EventKind, Header, History, Invocation, LeaseRec, OpKind, Outcome,
+};
 
 /// What the checker knows about one term of one replica.
 #[derive(Debug, Default)]
@@ -342,7 +343,7 @@ fn check_renew(term: &mut Term, seq: usize, lease: &LeaseRec, found: &mut Findin
 }
 
 struct DeleteCtx<'a> {
-    header: &'a crate::history::Header,
+    header: &'a Header,
     skew_ms: i64,
     at_ms: i64,
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::Findings;
-use crate::history::{EventKind, History, LeaseRec, Outcome};
+use crate::model::{EventKind, History, LeaseRec, Outcome};
 
 pub(super) fn check(history: &History, found: &mut Findings) {
     let mut holder: Option<(LeaseRec, usize)> = None;

@@ -9,7 +9,7 @@
 
 use std::sync::Mutex;
 
-use retention_sim::{Actor, Event, EventKind, Header, History, LeaseRec};
+use retention_sim::model::{Actor, Event, EventKind, Header, History, LeaseRec};
 use retention_worker::Lease;
 
 /// Microseconds since the Unix epoch, on the clock PostgreSQL also reads.

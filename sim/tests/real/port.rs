@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use retention_sim::{Actor, EventKind, Invocation, OpKind, Outcome, RowRec};
+use retention_sim::model::{Actor, EventKind, Invocation, OpKind, Outcome, RowRec};
 use retention_worker::{CallError, CallErrorKind, Lease, LeaseService, RecordsRepository};
 
 use crate::faults::Gate;
@@ -42,14 +42,10 @@ impl Port {
     ) -> Result<T, CallError> {
         let replica = &self.replica;
         self.gate.pass().await;
-        let op = invocation.kind();
-        if op == OpKind::Acquire {
-            replica.term.fetch_add(1, Ordering::SeqCst);
-        }
-        let term = replica.term.load(Ordering::SeqCst);
-        let call = replica.next_call.fetch_add(1, Ordering::SeqCst) + 1;
-        replica.record(EventKind::Invoke { call, invocation });
-        let drawn = replica.draw(op);
+        let (ticket, invoke) = replica.ledger.open(invocation);
+        let (call, op, term) = (ticket.call, ticket.op, ticket.term);
+        replica.record(invoke);
+        let drawn = replica.draw(&ticket);
         sleep_ms(drawn.request_delay_ms).await;
         // Frozen while the request was delayed: it leaves after the thaw.
         self.gate.pass().await;

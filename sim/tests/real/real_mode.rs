@@ -18,7 +18,9 @@ use std::time::Duration;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use retention_sim::{EventKind, History, Outcome, check, excerpt};
+use retention_sim::check;
+use retention_sim::model::{EventKind, FailureKind, History, Outcome};
+use retention_sim::report::excerpt;
 
 use crate::server::TempServer;
 use crate::world::{FAULTY_MS, REPLICAS, Run, insert_arrivals};
@@ -52,7 +54,7 @@ fn three_replicas_on_postgresql_keep_every_clause_under_faults() {
         }
         arrivals_done.store(true, Ordering::SeqCst);
         let arrived = inserter.await.expect("the inserter panicked");
-        run.shared.faults.enabled.store(false, Ordering::SeqCst);
+        run.shared.faults_on.store(false, Ordering::SeqCst);
 
         run.check_newer_rows_kept(&arrived).await;
         run.drain().await;
@@ -133,12 +135,12 @@ fn summarise(history: &History) -> std::collections::BTreeMap<&'static str, u64>
             EventKind::Return {
                 outcome: Outcome::Failed { kind, .. },
                 ..
-            } if kind == "rejected" => "rejected",
+            } if *kind == FailureKind::Rejected => "rejected",
             EventKind::Return {
                 outcome: Outcome::Failed { kind, .. },
                 ..
-            } if kind == "ambiguous" => "ambiguous",
-            EventKind::TermEnded { end, .. } if end.starts_with("LeadershipLost") => "terms lost",
+            } if *kind == FailureKind::Ambiguous => "ambiguous",
+            EventKind::TermEnded { end, .. } if end.lost_leadership() => "terms lost",
             EventKind::TermEnded { .. } => "terms",
             EventKind::StopCalled { .. } => "stop calls",
             EventKind::Paused { .. } => "paused",

@@ -7,26 +7,27 @@ use std::time::Duration;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use retention_sim::{Actor, EventKind, OpKind, TermSummary};
+use retention_sim::calls::{CallFaults, CallLedger, CallTicket, FaultDraws};
+use retention_sim::model::{EventKind, FaultConfig, TermSummary};
 use retention_worker::pg::{PgLeaseService, PgRecords};
 use retention_worker::{Dependencies, SeededJitter, Worker, WorkerConfig};
 use tokio::task::JoinHandle;
 
-use crate::faults::{Drawn, Faults, Gate, GatedClock, InFlight};
+use crate::faults::{Gate, GatedClock, InFlight};
 use crate::log::Log;
 use crate::port::Port;
 
 type RealWorker = Worker<GatedClock, Port, Port>;
 
-/// One replica: identity, fault draws, term count, and its current worker.
+/// One replica: identity, calls and fault draws (the simulator's own), and
+/// its current worker.
 pub struct Replica {
     pub index: u32,
     pub log: Arc<Log>,
-    pub faults: Arc<Faults>,
-    pub rng: Mutex<ChaCha8Rng>,
-    pub next_call: Arc<AtomicU64>,
+    pub ledger: CallLedger,
+    draws: FaultDraws,
+    faults_on: Arc<AtomicBool>,
     pub in_flight: Arc<InFlight>,
-    pub term: AtomicU32,
     pub stop_callers: AtomicU32,
     /// Calls this replica has made, across restarts.
     pub calls: AtomicU32,
@@ -45,7 +46,11 @@ pub struct Replica {
 /// What the replicas share.
 pub struct Shared {
     pub log: Arc<Log>,
-    pub faults: Arc<Faults>,
+    /// The knobs every replica draws from, while `faults_on`.
+    pub faults: FaultConfig,
+    /// Off for the drain phase: calls draw as before, and meet nothing.
+    pub faults_on: Arc<AtomicBool>,
+    pub renew_interval_ms: u64,
     pub next_call: Arc<AtomicU64>,
     pub in_flight: Arc<InFlight>,
     pub leases: PgLeaseService,
@@ -57,11 +62,16 @@ impl Replica {
         Arc::new(Self {
             index,
             log: shared.log.clone(),
-            faults: shared.faults.clone(),
-            rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed ^ u64::from(index) << 32)),
-            next_call: shared.next_call.clone(),
+            ledger: CallLedger::new(index, shared.next_call.clone()),
+            draws: FaultDraws::new(
+                shared.faults.clone(),
+                shared.renew_interval_ms,
+                ChaCha8Rng::seed_from_u64(seed ^ u64::from(index) << 32),
+                index,
+                &[],
+            ),
+            faults_on: shared.faults_on.clone(),
             in_flight: shared.in_flight.clone(),
-            term: AtomicU32::new(0),
             stop_callers: AtomicU32::new(0),
             calls: AtomicU32::new(0),
             gate: Mutex::new(Gate::new()),
@@ -74,8 +84,8 @@ impl Replica {
     }
 
     pub fn record(&self, kind: EventKind) {
-        let term = self.term.load(Ordering::SeqCst);
-        self.log.record(Actor::Replica(self.index), term, kind);
+        self.log
+            .record(self.ledger.actor(), self.ledger.term(), kind);
     }
 
     /// Starts a fresh worker serving terms.
@@ -187,15 +197,17 @@ impl Replica {
     /// This call's faults: drawn, except that every replica's 5th call is
     /// rejected and its 9th loses its reply, so each run has both whatever
     /// the draws say.
-    pub fn draw(&self, op: OpKind) -> Drawn {
+    pub fn draw(&self, ticket: &CallTicket) -> CallFaults {
         let nth = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-        let mut drawn = self.faults.draw(&mut self.rng.lock().unwrap(), op);
-        if self.faults.enabled.load(Ordering::SeqCst) {
-            match nth {
-                5 => (drawn.reject, drawn.ambiguous, drawn.revoke) = (true, false, false),
-                9 => (drawn.reject, drawn.ambiguous) = (false, true),
-                _ => {}
-            }
+        // Drawn even with faults off, so the drain leaves the sequence as is.
+        let mut drawn = self.draws.draw(ticket.op, ticket.nth);
+        if !self.faults_on.load(Ordering::SeqCst) {
+            return CallFaults::default();
+        }
+        match nth {
+            5 => (drawn.reject, drawn.ambiguous, drawn.revoke) = (true, false, false),
+            9 => (drawn.reject, drawn.ambiguous) = (false, true),
+            _ => {}
         }
         drawn
     }

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use retention_sim::{Actor, EventKind, Header, History};
+use retention_sim::model::{Actor, EventKind, FaultConfig, Header, History, TermEndRec};
 use retention_worker::WorkerConfig;
 use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords, Pool};
 use tokio::task::JoinHandle;
 
-use crate::faults::{Faults, InFlight};
+use crate::faults::InFlight;
 use crate::log::{Log, wall_us};
 use crate::replica::{Replica, Shared};
 use crate::server::TempServer;
@@ -113,14 +113,14 @@ fn last_completed_cutoff(history: &History, epoch_ms: i64) -> Option<i64> {
         match (&event.kind, event.actor) {
             (
                 EventKind::Invoke {
-                    invocation: retention_sim::Invocation::Delete { older_than_ms, .. },
+                    invocation: retention_sim::model::Invocation::Delete { older_than_ms, .. },
                     ..
                 },
                 actor,
             ) => {
                 cutoff_by_replica.insert(actor, *older_than_ms);
             }
-            (EventKind::TermEnded { end, .. }, actor) if end == "Completed" => {
+            (EventKind::TermEnded { end, .. }, actor) if *end == TermEndRec::Completed => {
                 last = cutoff_by_replica
                     .get(&actor)
                     .map(|cutoff| cutoff + epoch_ms);
@@ -154,14 +154,16 @@ impl Run {
         };
         let shared = Shared {
             log: log.clone(),
-            faults: Arc::new(Faults {
-                enabled: AtomicBool::new(true),
+            faults: FaultConfig {
                 latency_ms_max: 60,
                 reject_permille: 30,
                 ambiguous_permille: 30,
-                revoke_permille: 40,
-                late_renewal_permille: 100,
-            }),
+                null_renew_permille: 40,
+                renew_reply_delay_permille: 100,
+                ..FaultConfig::default()
+            },
+            faults_on: Arc::new(AtomicBool::new(true)),
+            renew_interval_ms: worker_config().renew_interval_ms,
             next_call: Arc::new(AtomicU64::new(0)),
             in_flight: Arc::new(InFlight::default()),
             leases: PgLeaseService::new(pool.clone(), options.clone()),
@@ -290,7 +292,7 @@ impl Run {
         let cutoff = last_completed_cutoff(&history, start_ms).expect("a completed term");
         let stale = "SELECT count(*) FROM retention_records WHERE created_at_ms < $1";
         let stale_rows_left = u64::try_from(count(&self.pool, stale, &[&cutoff]).await).unwrap();
-        history.events.push(retention_sim::Event {
+        history.events.push(retention_sim::model::Event {
             at_ms: now_ms() - start_ms,
             actor: Actor::World,
             term: 0,

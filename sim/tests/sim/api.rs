@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures_util::future::join;
 use madsim::runtime::Runtime;
-use retention_sim::SimClock;
+use retention_sim::world::SimClock;
 use retention_worker::memory::{InMemoryBackend, RecordTable};
 use retention_worker::{
     CallError, Dependencies, Lease, LeaseService, RecordsRepository, RunError, SeededJitter,

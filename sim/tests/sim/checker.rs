@@ -2,8 +2,10 @@
 //! contract's three non-findings in it), and one small change per clause is
 //! flagged with exactly that clause.
 
-use retention_sim::{
-    Actor, Event, EventKind, Header, History, Invocation, LeaseRec, OpKind, Outcome, RowRec, check,
+use retention_sim::check;
+use retention_sim::model::{
+    Actor, Event, EventKind, FailureKind, Header, History, Invocation, LeaseRec, OpKind, Outcome,
+    ReleaseRec, RowRec, TermEndRec,
 };
 
 fn lease(owner: &str, token: u64, expires_at_ms: i64) -> LeaseRec {
@@ -244,11 +246,11 @@ impl Script {
 
 fn term_ended() -> EventKind {
     EventKind::TermEnded {
-        end: "Completed".into(),
+        end: TermEndRec::Completed,
         rows: 237,
         batches: 2,
         renewals: 1,
-        release: "Released".into(),
+        release: ReleaseRec::Released,
     }
 }
 
@@ -447,7 +449,7 @@ fn cap_1_a_delete_after_the_short_batch() {
                 call: 70,
                 op: OpKind::Delete,
                 outcome: Outcome::Failed {
-                    kind: "rejected".into(),
+                    kind: FailureKind::Rejected,
                     detail: String::new(),
                 },
             },

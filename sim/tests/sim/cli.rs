@@ -19,7 +19,10 @@ fn sim(args: &[&str]) -> (i32, String, String) {
 fn a_clean_run_prints_its_timeline_and_verdict_and_exits_0() {
     let (code, out, _) = sim(&["run", "--seed", "5", "--duration-ms", "10000"]);
     assert_eq!(code, 0);
-    assert!(out.starts_with(retention_sim::TIMELINE_COLUMNS), "{out}");
+    assert!(
+        out.starts_with(retention_sim::report::TIMELINE_COLUMNS),
+        "{out}"
+    );
     assert!(
         out.contains("FEN-1   ok") && out.contains("0 violations"),
         "{out}"
@@ -119,7 +122,10 @@ fn replay_save_turns_a_failure_into_a_scenario_that_reproduces_it() {
     let (code, out, err) = sim(&["replay", token, "--save", path.to_str().unwrap()]);
     assert_eq!(code, 1, "the replayed run violates LIVE-1: {out}{err}");
     let scenario = retention_sim::Scenario::load(&path).unwrap();
-    assert_eq!(scenario.run, retention_sim::parse_token(token).unwrap());
+    assert_eq!(
+        scenario.run,
+        retention_sim::report::parse_token(token).unwrap()
+    );
     assert_eq!(scenario.expect.violates, vec!["LIVE-1"]);
     let (code, out, _) = sim(&["scenario", path.to_str().unwrap()]);
     assert_eq!(
@@ -213,8 +219,8 @@ fn check_judges_a_recorded_history_file() {
         .events
         .iter_mut()
         .find_map(|event| match &mut event.kind {
-            retention_sim::EventKind::Invoke {
-                invocation: retention_sim::Invocation::Delete { token, .. },
+            retention_sim::model::EventKind::Invoke {
+                invocation: retention_sim::model::Invocation::Delete { token, .. },
                 ..
             } => Some(token),
             _ => None,

@@ -1,10 +1,11 @@
 //! One seed, one history: byte-identical on repeat, in the same thread and
 //! across threads, and madsim's own determinism check agrees.
 
-use retention_sim::{RunSpec, check, run, swarm};
+use retention_sim::search::swarm;
+use retention_sim::{RunSpec, Sim, check};
 
 fn jsonl(spec: &RunSpec) -> String {
-    run(spec).expect("valid spec").to_jsonl()
+    Sim::new(spec).run().expect("valid spec").to_jsonl()
 }
 
 /// Asserts two histories are byte-identical, showing the first difference.
@@ -51,7 +52,7 @@ fn different_seeds_give_different_histories() {
 
 #[test]
 fn a_history_survives_its_json_lines_export() {
-    let history = run(&swarm(7, None)).unwrap();
+    let history = Sim::new(&swarm(7, None)).run().unwrap();
     let text = history.to_jsonl();
     let back = retention_sim::History::from_jsonl(&text).unwrap();
     assert_eq!(back, history);
@@ -64,7 +65,7 @@ fn madsim_sees_no_divergence_on_a_sample() {
     // every scheduling decision; it takes a plain fn, so the spec is built
     // inside, and the world is built in the checked runtime.
     async fn sample() {
-        let history = retention_sim::run_in_current_runtime(&swarm(11, Some(3))).await;
+        let history = Sim::new(&swarm(11, Some(3))).run_in_current_runtime().await;
         assert!(history.is_ok());
     }
     madsim::runtime::Runtime::check_determinism(11, madsim::Config::default(), sample);

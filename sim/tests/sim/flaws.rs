@@ -5,14 +5,18 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use retention_sim::properties::{plan_size, search, search_flaw};
-use retention_sim::{Flaw, RunSpec, VariantFactory, check, replay_token, run, swarm};
+use retention_sim::model::Flaw;
+use retention_sim::report::replay_token;
+use retention_sim::search::properties::{plan_size, search, search_flaw};
+use retention_sim::search::swarm;
+use retention_sim::subject::VariantFactory;
+use retention_sim::{RunSpec, Sim, check};
 
 /// How many swarm seeds a flaw may take to show up.
 const SEED_BUDGET: u64 = 50;
 
 fn violated(spec: &RunSpec) -> BTreeSet<&'static str> {
-    check(&run(spec).unwrap())
+    check(&Sim::new(spec).run().unwrap())
         .violations
         .iter()
         .map(|v| v.clause)
@@ -42,7 +46,7 @@ fn the_real_worker_passes_the_searches_the_flaws_fail() {
 
 #[test]
 fn each_flaw_is_found_within_the_budget_and_named_by_its_clauses() {
-    for flaw in Flaw::ALL {
+    for flaw in Flaw::ALL.iter().copied() {
         let expected: BTreeSet<&str> = flaw.clauses().iter().copied().collect();
         let found = (0..SEED_BUDGET).find_map(|seed| {
             let spec = RunSpec {

@@ -2,15 +2,16 @@
 //! every clause. A failure prints through the one failure formatter.
 
 use proptest::prelude::*;
-use retention_sim::properties::{config, plan_size, spec};
-use retention_sim::{check, format_failure, parse_token, replay_token, run};
+use retention_sim::report::{parse_token, replay_token};
+use retention_sim::search::properties::{config, plan_size, spec};
+use retention_sim::{Sim, check, format_failure};
 
 proptest! {
     #![proptest_config(config(1_000))]
 
     #[test]
     fn the_worker_keeps_every_clause_under_any_fault_plan(spec in spec()) {
-        let history = run(&spec).expect("generated specs are valid");
+        let history = Sim::new(&spec).run().expect("generated specs are valid");
         let verdict = check(&history);
         prop_assert!(verdict.passed(), "{}", format_failure(&spec, &history, &verdict));
     }
@@ -38,9 +39,9 @@ fn shrinking_reaches_a_small_plan() {
         ..config(500)
     });
     let result = runner.run(&spec(), |spec| {
-        let history = run(&spec).expect("generated specs are valid");
+        let history = Sim::new(&spec).run().expect("generated specs are valid");
         let lost = history.events.iter().any(|e| match &e.kind {
-            retention_sim::EventKind::TermEnded { end, .. } => end.starts_with("LeadershipLost"),
+            retention_sim::model::EventKind::TermEnded { end, .. } => end.lost_leadership(),
             _ => false,
         });
         if lost {

@@ -1,6 +1,8 @@
 //! A failure's printed replay command reproduces the run exactly.
 
-use retention_sim::{RunSpec, check, format_failure, parse_token, replay_command, run, swarm};
+use retention_sim::report::{parse_token, replay_command};
+use retention_sim::search::swarm;
+use retention_sim::{RunSpec, Sim, check, format_failure};
 
 /// The token between the single quotes of a printed replay command.
 fn token_of(printed: &str) -> &str {
@@ -16,12 +18,12 @@ fn token_of(printed: &str) -> &str {
 fn a_printed_replay_command_reproduces_history_and_verdict() {
     for seed in [3, 17, 99] {
         let spec = swarm(seed, None);
-        let history = run(&spec).unwrap();
+        let history = Sim::new(&spec).run().unwrap();
         let verdict = check(&history);
         let printed = format_failure(&spec, &history, &verdict);
         let replayed_spec = parse_token(token_of(&printed)).unwrap();
         assert_eq!(replayed_spec, spec);
-        let replayed = run(&replayed_spec).unwrap();
+        let replayed = Sim::new(&replayed_spec).run().unwrap();
         assert_eq!(replayed.to_jsonl(), history.to_jsonl());
         assert_eq!(check(&replayed), verdict);
     }
@@ -105,7 +107,7 @@ fn worker_settings_are_checked_at_their_boundaries() {
         let token =
             format!(r#"{{"seed":1,"duration_ms":3000,"backlog_rows":50,"worker":{worker}}}"#);
         let spec = parse_token(&token).unwrap_or_else(|error| panic!("{token}: {error}"));
-        assert!(check(&run(&spec).unwrap()).passed(), "{token}");
+        assert!(check(&Sim::new(&spec).run().unwrap()).passed(), "{token}");
     }
 }
 
@@ -117,7 +119,7 @@ pub const SLOW_DATABASE: &str = r#"{"seed":5,"db_batch_ms_min":3000,"db_batch_ms
 #[test]
 fn a_violation_round_trips_through_its_printed_replay_command() {
     let spec = parse_token(SLOW_DATABASE).unwrap();
-    let history = run(&spec).unwrap();
+    let history = Sim::new(&spec).run().unwrap();
     let verdict = check(&history);
     assert_eq!(
         verdict
@@ -132,7 +134,9 @@ fn a_violation_round_trips_through_its_printed_replay_command() {
         printed.contains("LIVE-1 (seed 5): ") && printed.contains("> "),
         "{printed}"
     );
-    let replayed = run(&parse_token(token_of(&printed)).unwrap()).unwrap();
+    let replayed = Sim::new(&parse_token(token_of(&printed)).unwrap())
+        .run()
+        .unwrap();
     assert_eq!(replayed.to_jsonl(), history.to_jsonl());
     assert_eq!(check(&replayed), verdict);
 }

@@ -3,9 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use retention_sim::{
-    CLAUSES, Flaw, RunSpec, Scenario, check, format_failure, run, scenario_files, scenario_report,
-};
+use retention_sim::checker::CLAUSES;
+use retention_sim::model::Flaw;
+use retention_sim::report::{scenario_files, scenario_report};
+use retention_sim::{RunSpec, Scenario, Sim, check, format_failure};
 
 fn scenarios_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
@@ -37,7 +38,9 @@ fn every_scenario_meets_its_expectation_and_matches_its_snapshot() {
     assert!(scenarios.len() >= 25, "only {} scenarios", scenarios.len());
     let mut unmet = Vec::new();
     for scenario in &scenarios {
-        let history = run(&scenario.run).expect("a loaded scenario is valid");
+        let history = Sim::new(&scenario.run)
+            .run()
+            .expect("a loaded scenario is valid");
         let verdict = check(&history);
         let report = scenario_report(scenario, &history, &verdict);
         if let Err(problems) = scenario.judge(&verdict, &history.timeline()) {
@@ -67,7 +70,7 @@ fn every_flawed_variant_breaks_its_scenario_as_expected() {
                 flaw: Some(flaw),
                 ..scenario.run.clone()
             };
-            let history = run(&spec).unwrap();
+            let history = Sim::new(&spec).run().unwrap();
             let verdict = check(&history);
             if let Err(problems) = scenario.judge_flawed(flaw, &verdict) {
                 unmet.push(format!("{} with {name}: {problems}", scenario.name));
@@ -108,7 +111,7 @@ fn every_clause_has_a_scenario_and_every_report_checks_its_clauses() {
         );
     }
     for scenario in &scenarios {
-        let history = run(&scenario.run).unwrap();
+        let history = Sim::new(&scenario.run).run().unwrap();
         let report = scenario_report(scenario, &history, &check(&history));
         for clause in &scenario.clauses {
             let checked = report.lines().any(|line| line.starts_with(clause.as_str()));
@@ -212,7 +215,7 @@ fn the_format_example_in_the_scenarios_readme_is_valid_and_runs_as_it_says() {
     let start = readme.find("```toml\n").expect("a toml example") + "```toml\n".len();
     let example = &readme[start..start + readme[start..].find("```").unwrap()];
     let scenario = Scenario::parse(Path::new("stop-racing-acquire.toml"), example).unwrap();
-    let history = run(&scenario.run).unwrap();
+    let history = Sim::new(&scenario.run).run().unwrap();
     assert_eq!(
         scenario.judge(&check(&history), &history.timeline()),
         Ok(())

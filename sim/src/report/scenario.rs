@@ -8,8 +8,7 @@ use serde::{Deserialize, Serialize};
 use toml::de::{DeTable, DeValue};
 
 use crate::checker::{CLAUSES, Verdict};
-use crate::spec::RunSpec;
-use crate::variant::Flaw;
+use crate::model::{Flaw, RunSpec};
 
 /// One scenario file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,7 +129,7 @@ impl Scenario {
         }
         for (flaw, clauses) in &self.expect.flaws {
             let field = format!("expect.flaws.{flaw}");
-            if Flaw::from_name(flaw).is_none() {
+            if Flaw::from_name(flaw).is_err() {
                 return Err((field, format!("unknown flaw {flaw:?}")));
             }
             if let Some(id) = clauses.iter().find(|id| !known(id)) {

@@ -5,12 +5,11 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use crate::checker::check;
-use crate::failure::replay_command;
-use crate::spec::RunSpec;
-use crate::swarm::swarm;
-use crate::variant::Flaw;
-use crate::world::run;
+use super::swarm::swarm;
+use crate::checker::{Verdict, check};
+use crate::model::{Flaw, RunSpec};
+use crate::report::replay_command;
+use crate::subject::Sim;
 
 /// What to sweep.
 #[derive(Debug, Clone)]
@@ -109,7 +108,7 @@ pub fn explore(config: &ExploreConfig, progress: impl Fn(u64) + Sync) -> Explore
                         continue;
                     }
                     let spec = spec_for(config, config.start.wrapping_add(index));
-                    let history = run(&spec).expect("explore builds valid specs");
+                    let history = Sim::new(&spec).run().expect("explore builds valid specs");
                     let verdict = check(&history);
                     let end_ms = history.events.last().map_or(0, |e| e.at_ms);
                     record(&summary, &spec, &verdict, end_ms);
@@ -123,7 +122,7 @@ pub fn explore(config: &ExploreConfig, progress: impl Fn(u64) + Sync) -> Explore
     summary
 }
 
-fn record(summary: &Mutex<ExploreSummary>, spec: &RunSpec, verdict: &crate::Verdict, end_ms: i64) {
+fn record(summary: &Mutex<ExploreSummary>, spec: &RunSpec, verdict: &Verdict, end_ms: i64) {
     let mut summary = summary.lock().expect("no panic while summing");
     summary.runs += 1;
     summary.simulated_secs += end_ms as f64 / 1_000.0;

@@ -4,7 +4,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::spec::{FaultConfig, FaultEvent, OpKind, RunSpec};
+use crate::model::{FaultConfig, FaultEvent, FaultKnob, OpKind, RunSpec};
 
 /// Keeps swarm draws independent of the world's own draws from the seed.
 const SWARM_SALT: u64 = 0x5A5A_C0FF_EE00_0001;
@@ -24,24 +24,33 @@ pub fn swarm(seed: u64, replicas: Option<u32>) -> RunSpec {
     spec
 }
 
+/// The strongest value a search draws for `knob`: strong enough to matter,
+/// mild enough that runs still make progress. A clock skew stays within
+/// one renewal interval.
+pub(crate) fn strongest(knob: FaultKnob, renew_interval_ms: u64) -> u64 {
+    use FaultKnob as K;
+    match knob {
+        K::LatencyMsMax => 400,
+        K::RenewReplyDelayPermille => 300,
+        K::RejectPermille | K::AmbiguousPermille | K::NullRenewPermille => 100,
+        K::PacketLossPermille => 50,
+        K::ClockSkewMsMax => renew_interval_ms,
+    }
+}
+
 fn draw_faults(rng: &mut ChaCha8Rng, renew_interval_ms: u64) -> FaultConfig {
-    let mut knob = |max: u64| {
-        if rng.gen_bool(0.5) {
-            rng.gen_range(1..=max)
+    let mut faults = FaultConfig::default();
+    for &knob in FaultKnob::ALL {
+        let value = if rng.gen_bool(0.5) {
+            rng.gen_range(1..=strongest(knob, renew_interval_ms))
         } else {
             0
-        }
-    };
-    let permille = |value: u64| u32::try_from(value).expect("drawn below 1000");
-    FaultConfig {
-        latency_ms_max: knob(400),
-        renew_reply_delay_permille: permille(knob(300)),
-        reject_permille: permille(knob(100)),
-        ambiguous_permille: permille(knob(100)),
-        null_renew_permille: permille(knob(100)),
-        packet_loss_permille: permille(knob(50)),
-        clock_skew_ms_max: knob(renew_interval_ms),
+        };
+        faults
+            .set(knob, value)
+            .expect("drawn within the knob's limit");
     }
+    faults
 }
 
 fn draw_events(rng: &mut ChaCha8Rng, replicas: u32, duration_ms: u64) -> Vec<FaultEvent> {

@@ -4,9 +4,10 @@
 //! pasted back into `sim replay`, and saved as a scenario.
 
 use retention_worker::WorkerConfig;
-
-use crate::variant::Flaw;
 use serde::{Deserialize, Serialize};
+
+use super::faults::{CallOutcome, FaultConfig, FaultEvent};
+use super::names::{Flaw, OpKind};
 
 /// Everything that determines one run. Same spec, same history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,13 +70,15 @@ impl Default for RunSpec {
 }
 
 /// The worker settings a run may change; the rest keep
-/// [`WorkerConfig::default`]. Times are short so runs stay cheap.
+/// [`WorkerConfig::default`]'s. Batch size and cap are production's; the
+/// times are the simulator's own, ten or more times shorter than
+/// production's so that a run covers many terms cheaply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WorkerSpec {
-    /// See [`WorkerConfig::batch_size`]. Default 200.
+    /// See [`WorkerConfig::batch_size`]. Default: production's (200).
     pub batch_size: u32,
-    /// See [`WorkerConfig::term_row_cap`]. Default 1,000.
+    /// See [`WorkerConfig::term_row_cap`]. Default: production's (1,000).
     pub term_row_cap: u32,
     /// See [`WorkerConfig::retention_ms`]. Default 1 hour.
     pub retention_ms: u64,
@@ -95,9 +98,11 @@ pub struct WorkerSpec {
 
 impl Default for WorkerSpec {
     fn default() -> Self {
+        let production = WorkerConfig::default();
         Self {
-            batch_size: 200,
-            term_row_cap: 1_000,
+            batch_size: production.batch_size,
+            term_row_cap: production.term_row_cap,
+            // The simulator's time profile.
             retention_ms: 3_600_000,
             lease_ttl_ms: 3_000,
             renew_interval_ms: 1_000,
@@ -123,187 +128,6 @@ impl WorkerSpec {
         config.loss_backoff_ms = self.loss_backoff_ms;
         config.term_jitter_ms_max = self.term_jitter_ms_max;
         config
-    }
-}
-
-/// Probabilistic faults, drawn per call from the run's seed. Every knob is
-/// off (zero) by default. Probabilities are in per mille.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct FaultConfig {
-    /// Extra delay before a request and before its reply, each uniform in
-    /// `0..=latency_ms_max`; on top of madsim's own network jitter.
-    pub latency_ms_max: u64,
-    /// Chance that a renewal's reply is held back long enough to arrive
-    /// after the next renewal tick would have fired.
-    pub renew_reply_delay_permille: u32,
-    /// Chance that any call is refused before the service applies it.
-    pub reject_permille: u32,
-    /// Chance that any call is applied but its reply is lost.
-    pub ambiguous_permille: u32,
-    /// Chance that the lease service revokes the lease on a renewal and
-    /// answers `None`, so another replica may take over.
-    pub null_renew_permille: u32,
-    /// Chance that madsim's network drops any message, request or reply;
-    /// the caller sees a timeout.
-    pub packet_loss_permille: u32,
-    /// Each replica's clock is skewed by a fixed amount in
-    /// `-clock_skew_ms_max..=clock_skew_ms_max`.
-    pub clock_skew_ms_max: u64,
-}
-
-impl FaultConfig {
-    /// Whether any probabilistic fault is on.
-    pub fn any(&self) -> bool {
-        *self != Self::default()
-    }
-
-    /// Every knob by its name, with its value (0 is off).
-    pub fn knobs(&self) -> [(&'static str, u64); 7] {
-        [
-            ("latency_ms_max", self.latency_ms_max),
-            (
-                "renew_reply_delay_permille",
-                self.renew_reply_delay_permille.into(),
-            ),
-            ("reject_permille", self.reject_permille.into()),
-            ("ambiguous_permille", self.ambiguous_permille.into()),
-            ("null_renew_permille", self.null_renew_permille.into()),
-            ("packet_loss_permille", self.packet_loss_permille.into()),
-            ("clock_skew_ms_max", self.clock_skew_ms_max),
-        ]
-    }
-}
-
-/// A fault that happens at a chosen moment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum FaultEvent {
-    /// Freeze replica `replica`'s process for `for_ms` (a GC pause).
-    Pause {
-        /// The replica, from 1.
-        replica: u32,
-        /// When the pause starts.
-        at_ms: u64,
-        /// How long it lasts.
-        for_ms: u64,
-    },
-    /// Kill replica `replica`'s process; restart it after `restart_after_ms`.
-    Crash {
-        /// The replica, from 1.
-        replica: u32,
-        /// When it dies.
-        at_ms: u64,
-        /// When it comes back, counted from the crash.
-        restart_after_ms: u64,
-    },
-    /// `callers` tasks call `stop()` on replica `replica` at `at_ms`.
-    Stop {
-        /// The replica, from 1.
-        replica: u32,
-        /// When the callers call.
-        at_ms: u64,
-        /// How many concurrent callers, 1 or more.
-        callers: u32,
-    },
-    /// Replica `replica`'s `nth` call of `op` meets `outcome`, after
-    /// `request_delay_ms` on the way in and `reply_delay_ms` on the way back.
-    CallFault {
-        /// The replica, from 1.
-        replica: u32,
-        /// The operation.
-        op: OpKind,
-        /// Which call of that operation, from 1.
-        nth: u32,
-        /// What the service does with it.
-        #[serde(default)]
-        outcome: CallOutcome,
-        /// Extra delay before the request reaches the service.
-        #[serde(default)]
-        request_delay_ms: u64,
-        /// Extra delay before the reply reaches the replica.
-        #[serde(default)]
-        reply_delay_ms: u64,
-    },
-    /// `callers` tasks call `stop()` the moment replica `replica` issues its
-    /// `nth` call of `op`, so that stop races that call in flight.
-    StopDuring {
-        /// The replica, from 1.
-        replica: u32,
-        /// The operation whose call triggers the stop.
-        op: OpKind,
-        /// Which call of that operation, from 1.
-        nth: u32,
-        /// How many concurrent callers, 1 or more.
-        callers: u32,
-    },
-}
-
-impl FaultEvent {
-    /// The replica the event targets.
-    pub fn replica(&self) -> u32 {
-        match self {
-            Self::Pause { replica, .. }
-            | Self::Crash { replica, .. }
-            | Self::Stop { replica, .. }
-            | Self::StopDuring { replica, .. }
-            | Self::CallFault { replica, .. } => *replica,
-        }
-    }
-
-    /// When the event happens, for events tied to a time.
-    pub fn at_ms(&self) -> Option<u64> {
-        match self {
-            Self::Pause { at_ms, .. } | Self::Crash { at_ms, .. } | Self::Stop { at_ms, .. } => {
-                Some(*at_ms)
-            }
-            Self::StopDuring { .. } | Self::CallFault { .. } => None,
-        }
-    }
-}
-
-/// What the service does with a call chosen by [`FaultEvent::CallFault`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CallOutcome {
-    /// Applies it and answers (only the delays apply).
-    #[default]
-    Normal,
-    /// Refuses it before applying it.
-    Reject,
-    /// Applies it; the reply is lost.
-    LoseReply,
-    /// For a renewal: revokes the lease and answers null.
-    Revoke,
-    /// For an acquire or a renewal: applies it, then garbles the reply as a
-    /// faulty lease service might: an acquire's lease names another owner
-    /// (`intruder`), a renewal's carries the token it was sent.
-    Corrupt,
-}
-
-/// The four dependency operations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OpKind {
-    /// `acquire(owner)`.
-    Acquire,
-    /// `renew(lease)`.
-    Renew,
-    /// `release(lease)`.
-    Release,
-    /// `delete_batch(older_than, limit, token)`.
-    Delete,
-}
-
-impl OpKind {
-    /// The name used in timelines, scenario files and the CLI.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Acquire => "acquire",
-            Self::Renew => "renew",
-            Self::Release => "release",
-            Self::Delete => "delete",
-        }
     }
 }
 
@@ -338,21 +162,13 @@ impl RunSpec {
             // The worker's own message names the field, value and rule.
             return fail(format!("worker.{}", error.field), error.to_string());
         }
-        let permille = [
-            (
-                "renew_reply_delay_permille",
-                self.faults.renew_reply_delay_permille,
-            ),
-            ("reject_permille", self.faults.reject_permille),
-            ("ambiguous_permille", self.faults.ambiguous_permille),
-            ("null_renew_permille", self.faults.null_renew_permille),
-            ("packet_loss_permille", self.faults.packet_loss_permille),
-        ];
-        for (name, value) in permille {
-            if value > 1_000 {
+        for (knob, value) in self.faults.knobs() {
+            if let Some(limit) = knob.limit()
+                && value > limit
+            {
                 return fail(
-                    format!("faults.{name}"),
-                    format!("{value} is above 1000 per mille"),
+                    format!("faults.{knob}"),
+                    format!("{value} is above {limit} per mille"),
                 );
             }
         }

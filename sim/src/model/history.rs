@@ -7,8 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::spec::OpKind;
-use crate::subject::TermSummary;
+use super::names::OpKind;
+use super::term::{CallFailure, FailureKind, ReleaseRec, TermEndRec, TermSummary};
 
 /// A run's header and its events, in the order they happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -141,11 +141,10 @@ pub enum Outcome {
     Done,
     /// A delete answer: rows deleted.
     Deleted(u64),
-    /// A failure: its kind (`rejected`, `ambiguous`, `fenced`, `protocol`)
-    /// and detail.
+    /// A failure: its kind and detail.
     Failed {
         /// The error kind.
-        kind: String,
+        kind: FailureKind,
         /// The detail.
         detail: String,
     },
@@ -224,8 +223,8 @@ pub enum EventKind {
     },
     /// A replica's term ended with this report.
     TermEnded {
-        /// How it ended (the worker's `TermEnd`).
-        end: String,
+        /// How it ended.
+        end: TermEndRec,
         /// Rows the worker counted.
         rows: u64,
         /// Batches the worker counted.
@@ -234,7 +233,7 @@ pub enum EventKind {
         #[serde(default)]
         renewals: u32,
         /// The release outcome.
-        release: String,
+        release: ReleaseRec,
     },
     /// A caller called `stop()` on a replica.
     StopCalled {
@@ -282,20 +281,10 @@ impl Outcome {
         }
     }
 
-    /// How a failed call is recorded: the error's kind in lower case and
-    /// its detail.
+    /// How a failed call is recorded: the error's kind and its detail.
     pub fn failed(error: &retention_worker::CallError) -> Self {
-        use retention_worker::CallErrorKind;
-        let kind = match error.kind {
-            CallErrorKind::Rejected => "rejected",
-            CallErrorKind::Ambiguous => "ambiguous",
-            CallErrorKind::Fenced => "fenced",
-            _ => "protocol",
-        };
-        Self::Failed {
-            kind: kind.into(),
-            detail: error.detail.clone(),
-        }
+        let CallFailure { kind, detail } = error.into();
+        Self::Failed { kind, detail }
     }
 }
 
@@ -315,38 +304,5 @@ impl From<TermSummary> for EventKind {
             renewals,
             release,
         }
-    }
-}
-
-impl History {
-    /// One JSON object per line: the header, then each event with its `seq`.
-    pub fn to_jsonl(&self) -> String {
-        let mut out = serde_json::to_string(&self.header).expect("a header serialises");
-        out.push('\n');
-        for (seq, event) in self.events.iter().enumerate() {
-            let mut value = serde_json::to_value(event).expect("an event serialises");
-            value["seq"] = seq.into();
-            out.push_str(&value.to_string());
-            out.push('\n');
-        }
-        out
-    }
-
-    /// Reads what [`History::to_jsonl`] wrote, naming the line of any error.
-    pub fn from_jsonl(text: &str) -> Result<Self, String> {
-        let mut lines = text
-            .lines()
-            .enumerate()
-            .filter(|(_, line)| !line.trim().is_empty());
-        let (_, first) = lines
-            .next()
-            .ok_or("line 1: empty history, expected a header")?;
-        let header = serde_json::from_str(first).map_err(|e| format!("line 1: header: {e}"))?;
-        let events = lines
-            .map(|(index, line)| {
-                serde_json::from_str(line).map_err(|e| format!("line {}: event: {e}", index + 1))
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(Self { header, events })
     }
 }

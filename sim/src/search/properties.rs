@@ -9,14 +9,15 @@ use proptest::test_runner::{
     FileFailurePersistence, RngSeed, TestCaseError, TestError, TestRunner,
 };
 
+use super::swarm::strongest;
 use crate::checker::{Verdict, check};
-use crate::failure::format_failure;
-use crate::history::History;
-use crate::spec::SpecError;
-use crate::spec::{CallOutcome, FaultConfig, FaultEvent, OpKind, RunSpec};
-use crate::subject::WorkerFactory;
-use crate::variant::Flaw;
-use crate::world::{run, run_with};
+use crate::model::{
+    CallOutcome, FaultConfig, FaultEvent, FaultKnob, Flaw, History, OpKind, RunSpec, SpecError,
+    WorkerSpec,
+};
+use crate::report::format_failure;
+use crate::subject::Sim;
+use crate::world::WorkerFactory;
 
 /// At least 1,000 cases by default; `PROPTEST_CASES` overrides. The
 /// generator's seed is fixed so CI is repeatable; `PROPTEST_RNG_SEED` picks
@@ -39,30 +40,23 @@ pub fn config(default_cases: u32) -> ProptestConfig {
     }
 }
 
-/// Fault knobs, each off or at a random strength.
+/// Fault knobs, each off or at a random strength up to what the swarm
+/// draws ([`FaultKnob::ALL`]'s order).
 pub fn faults() -> impl Strategy<Value = FaultConfig> {
-    let knob = |max: u64| prop_oneof![Just(0u64), 1..=max];
-    let permille = |value: u64| u32::try_from(value).expect("below 1000");
-    let knobs = (
-        knob(400),
-        knob(300),
-        knob(100),
-        knob(100),
-        knob(100),
-        knob(50),
-        knob(1_000),
-    );
-    knobs.prop_map(
-        move |(latency, late, reject, ambiguous, null, loss, skew)| FaultConfig {
-            latency_ms_max: latency,
-            renew_reply_delay_permille: permille(late),
-            reject_permille: permille(reject),
-            ambiguous_permille: permille(ambiguous),
-            null_renew_permille: permille(null),
-            packet_loss_permille: permille(loss),
-            clock_skew_ms_max: skew,
-        },
-    )
+    let renew_interval_ms = WorkerSpec::default().renew_interval_ms;
+    let knobs: Vec<BoxedStrategy<u64>> = FaultKnob::ALL
+        .iter()
+        .map(|&knob| prop_oneof![Just(0u64), 1..=strongest(knob, renew_interval_ms)].boxed())
+        .collect();
+    knobs.prop_map(|values| {
+        let mut faults = FaultConfig::default();
+        for (&knob, value) in FaultKnob::ALL.iter().zip(values) {
+            faults
+                .set(knob, value)
+                .expect("drawn within the knob's limit");
+        }
+        faults
+    })
 }
 
 fn outcome() -> impl Strategy<Value = CallOutcome> {
@@ -192,7 +186,7 @@ pub fn plan_size(spec: &RunSpec) -> usize {
     let knobs_on = spec
         .faults
         .knobs()
-        .iter()
+        .into_iter()
         .filter(|(_, value)| *value > 0)
         .count();
     spec.events.len() + knobs_on
@@ -203,13 +197,21 @@ pub fn plan_size(spec: &RunSpec) -> usize {
 /// returns the smallest one found. (Its replay command runs the real worker:
 /// a custom factory has no name the command line knows.)
 pub fn search(factory: Arc<dyn WorkerFactory>, cases: u32) -> Result<(), Box<Counterexample>> {
-    search_by(cases, |spec| spec, |spec| run_with(spec, factory.clone()))
+    search_by(
+        cases,
+        |spec| spec,
+        |spec| Sim::new(spec).factory(factory.clone()).run(),
+    )
 }
 
 /// [`search`] for the real worker (`None`) or a flawed variant; the
 /// counterexample's replay command reproduces it exactly.
 pub fn search_flaw(flaw: Option<Flaw>, cases: u32) -> Result<(), Box<Counterexample>> {
-    search_by(cases, |spec| RunSpec { flaw, ..spec }, run)
+    search_by(
+        cases,
+        |spec| RunSpec { flaw, ..spec },
+        |spec| Sim::new(spec).run(),
+    )
 }
 
 fn search_by(

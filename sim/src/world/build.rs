@@ -1,7 +1,6 @@
-//! Builds the simulated world for a [`RunSpec`], runs it under madsim with
-//! its fault plan, and returns the recorded history.
+//! Builds the simulated world for a [`RunSpec`] (lease service, database,
+//! replicas and the fault node), runs its schedule and returns the history.
 
-use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,67 +11,33 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use retention_worker::memory::{LeaseTable, RecordTable};
 
-use crate::SimClock;
-use crate::history::{Actor, EventKind, Header, History};
-use crate::recorder::Recorder;
-use crate::replica::{ChosenFault, ReplicaCtx, replica_process};
-use crate::services::{database, lease_service};
-use crate::spec::{FaultEvent, OpKind, RunSpec, SpecError};
-use crate::subject::{RealWorker, WorkerFactory};
-use crate::variant::VariantFactory;
+use super::clock::SimClock;
+use super::inject::{inject, settle_stops};
+use super::recorder::Recorder;
+use super::replica::{ReplicaCtx, replica_process};
+use super::seam::WorkerFactory;
+use super::services::{database, lease_service};
+use crate::calls::{CallLedger, FaultDraws};
+use crate::model::{Actor, EventKind, FaultEvent, Header, History, RunSpec};
 
-/// Runs `spec` in a fresh madsim runtime and returns its history: the real
-/// worker, or the flawed variant `spec.flaw` names.
-pub fn run(spec: &RunSpec) -> Result<History, SpecError> {
-    run_with(spec, factory_for(spec))
-}
-
-/// Runs `spec` with the workers `factory` builds: your own implementation,
-/// for example. `spec.flaw` is ignored.
-pub fn run_with(spec: &RunSpec, factory: Arc<dyn WorkerFactory>) -> Result<History, SpecError> {
-    spec.validate()?;
+/// A fresh madsim runtime for `spec`: its seed, its network, and a time
+/// limit past which a run counts as stuck.
+pub fn runtime(spec: &RunSpec) -> Runtime {
     let mut runtime = Runtime::with_seed_and_config(spec.seed, network(spec));
     // A run that outlives its schedule by this much is stuck: madsim stops it
     // with a panic instead of letting it spin on.
     runtime.set_time_limit(Duration::from_millis(spec.duration_ms + STUCK_AFTER_MS));
-    let spec = spec.clone();
-    Ok(runtime.block_on(simulate(spec, factory, true)))
-}
-
-/// Runs `spec` like [`run`] but records nothing: the bare simulation, for
-/// measuring what recording and checking cost.
-pub fn run_unrecorded(spec: &RunSpec) -> Result<(), SpecError> {
-    spec.validate()?;
-    let mut runtime = Runtime::with_seed_and_config(spec.seed, network(spec));
-    runtime.set_time_limit(Duration::from_millis(spec.duration_ms + STUCK_AFTER_MS));
-    let spec = spec.clone();
-    runtime.block_on(simulate(spec.clone(), factory_for(&spec), false));
-    Ok(())
+    runtime
 }
 
 /// Simulated time past the end of the schedule after which a run is stuck.
 const STUCK_AFTER_MS: u64 = 600_000;
 
-/// The real worker, or the variant carrying `spec.flaw`.
-pub fn factory_for(spec: &RunSpec) -> Arc<dyn WorkerFactory> {
-    match spec.flaw {
-        None => Arc::new(RealWorker),
-        Some(flaw) => Arc::new(VariantFactory { flaw: Some(flaw) }),
-    }
-}
-
 /// madsim's configuration for `spec`: its default latency, plus packet loss.
-pub fn network(spec: &RunSpec) -> madsim::Config {
+fn network(spec: &RunSpec) -> madsim::Config {
     let mut config = madsim::Config::default();
     config.net.packet_loss_rate = f64::from(spec.faults.packet_loss_permille) / 1_000.0;
     config
-}
-
-/// Runs `spec` inside the madsim runtime already running this task, for
-/// callers that manage the runtime themselves (madsim's determinism check).
-pub async fn run_in_current_runtime(spec: &RunSpec) -> Result<History, SpecError> {
-    spec.validate()?;
-    Ok(simulate(spec.clone(), factory_for(spec), true).await)
 }
 
 /// The longest a `stop()` may take: two calls in flight that run into their
@@ -90,31 +55,6 @@ fn stop_bound_ms(spec: &RunSpec) -> u64 {
     3 * spec.rpc_timeout_ms + pause_ms + 1_000
 }
 
-/// The faults `spec` puts on replica `index`'s chosen calls.
-fn chosen_faults(spec: &RunSpec, index: u32) -> BTreeMap<(OpKind, u32), ChosenFault> {
-    let mut chosen = BTreeMap::new();
-    for event in &spec.events {
-        if let FaultEvent::CallFault {
-            replica,
-            op,
-            nth,
-            outcome,
-            request_delay_ms,
-            reply_delay_ms,
-        } = event
-            && *replica == index
-        {
-            let fault = ChosenFault {
-                outcome: *outcome,
-                request_delay_ms: *request_delay_ms,
-                reply_delay_ms: *reply_delay_ms,
-            };
-            chosen.insert((*op, *nth), fault);
-        }
-    }
-    chosen
-}
-
 /// No fault of any kind: no knob, no event, no skew.
 fn faults_off(spec: &RunSpec) -> bool {
     !spec.faults.any() && spec.events.is_empty() && spec.skews_ms.iter().all(|skew| *skew == 0)
@@ -130,12 +70,16 @@ fn drain_owed(spec: &RunSpec) -> bool {
     faults_off(spec) && spec.duration_ms >= needed_ms
 }
 
-struct Replica {
-    ctx: Arc<ReplicaCtx>,
-    node: NodeHandle,
+/// A replica's context and its node.
+pub(crate) struct Replica {
+    pub ctx: Arc<ReplicaCtx>,
+    pub node: NodeHandle,
 }
 
-async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bool) -> History {
+/// Builds the world for `spec` (already validated) inside the current
+/// madsim runtime, runs its schedule with the workers `factory` builds, and
+/// returns the history (only its header when `record` is off).
+pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bool) -> History {
     let handle = Handle::current();
     let clock = SimClock::new(0);
     let recorder = Arc::new(Recorder::new(clock, record));
@@ -177,18 +121,19 @@ async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bool) 
                 _ => None,
             })
             .collect();
+        let draws = FaultDraws::new(
+            spec.faults.clone(),
+            spec.worker.renew_interval_ms,
+            ChaCha8Rng::seed_from_u64(plan_rng.r#gen()),
+            index,
+            &spec.events,
+        );
         let ctx = Arc::new(ReplicaCtx {
-            replica: index,
             recorder: recorder.clone(),
-            faults: spec.faults.clone(),
+            ledger: CallLedger::new(index, next_call.clone()),
+            draws,
             rpc_timeout_ms: spec.rpc_timeout_ms,
-            renew_interval_ms: spec.worker.renew_interval_ms,
-            rng: Mutex::new(ChaCha8Rng::seed_from_u64(plan_rng.r#gen())),
-            next_call: next_call.clone(),
-            term: AtomicU32::new(0),
-            calls_by_op: Mutex::default(),
             stop_triggers,
-            call_faults: chosen_faults(&spec, index),
             worker: Mutex::new(None),
             node: Mutex::new(None),
             alive: AtomicBool::new(true),
@@ -344,7 +289,7 @@ fn start_replica(
 ) -> NodeHandle {
     let (ctx, config, factory) = (ctx.clone(), spec.worker.config(), factory.clone());
     let restarts = Arc::new(AtomicU32::new(0));
-    let index = ctx.replica;
+    let index = ctx.replica();
     handle
         .create_node()
         .name(format!("r{index}"))
@@ -359,63 +304,4 @@ fn start_replica(
 
 fn ip(subnet: u8, host: u8) -> IpAddr {
     IpAddr::V4(Ipv4Addr::new(10, 0, subnet, host))
-}
-
-async fn inject(handle: &Handle, replicas: &[Replica], recorder: &Recorder, event: FaultEvent) {
-    let sleep_until = |at_ms: u64| {
-        let wait_ms = u64::try_from(i64::try_from(at_ms).unwrap_or(i64::MAX) - recorder.now_ms())
-            .unwrap_or(0);
-        madsim::time::sleep(Duration::from_millis(wait_ms))
-    };
-    let replica = &replicas[event.replica() as usize - 1];
-    let actor = Actor::Replica(replica.ctx.replica);
-    let term = || replica.ctx.term.load(std::sync::atomic::Ordering::Relaxed);
-    match event {
-        FaultEvent::Pause { at_ms, for_ms, .. } => {
-            sleep_until(at_ms).await;
-            recorder.record(actor, term(), EventKind::Paused { for_ms });
-            handle.pause(replica.node.id());
-            madsim::time::sleep(Duration::from_millis(for_ms)).await;
-            handle.resume(replica.node.id());
-            recorder.record(actor, term(), EventKind::Resumed);
-        }
-        FaultEvent::Crash {
-            at_ms,
-            restart_after_ms,
-            ..
-        } => {
-            sleep_until(at_ms).await;
-            recorder.record(actor, term(), EventKind::Crashed);
-            replica.ctx.alive.store(false, Ordering::Relaxed);
-            replica.ctx.stops_pending.store(0, Ordering::Relaxed);
-            replica.ctx.worker.lock().expect("worker slot").take();
-            handle.kill(replica.node.id());
-            madsim::time::sleep(Duration::from_millis(restart_after_ms)).await;
-            recorder.record(actor, term(), EventKind::Restarted);
-            replica.ctx.alive.store(true, Ordering::Relaxed);
-            replica.ctx.stops_pending.store(0, Ordering::Relaxed);
-            replica.ctx.worker.lock().expect("worker slot").take();
-            handle.restart(replica.node.id());
-        }
-        FaultEvent::Stop { at_ms, callers, .. } => {
-            sleep_until(at_ms).await;
-            replica.ctx.spawn_stops(callers);
-        }
-        FaultEvent::StopDuring { .. } | FaultEvent::CallFault { .. } => {}
-    }
-}
-
-/// Waits until every `stop()` spawned so far has resolved, or the bound.
-async fn settle_stops(replicas: &[Replica], recorder: &Recorder, bound_ms: u64) {
-    let deadline_ms = recorder.now_ms() + i64::try_from(bound_ms).unwrap_or(i64::MAX);
-    let pending = || {
-        replicas
-            .iter()
-            .filter(|r| r.ctx.alive.load(Ordering::Relaxed))
-            .map(|r| r.ctx.stops_pending.load(Ordering::Relaxed))
-            .sum::<u32>()
-    };
-    while pending() > 0 && recorder.now_ms() < deadline_ms {
-        madsim::time::sleep(Duration::from_millis(10)).await;
-    }
 }

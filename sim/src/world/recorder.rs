@@ -4,8 +4,8 @@ use std::sync::Mutex;
 
 use retention_worker::Clock;
 
-use crate::SimClock;
-use crate::history::{Actor, Event, EventKind};
+use super::clock::SimClock;
+use crate::model::{Actor, Event, EventKind};
 
 /// The shared event log of one run. Simulated nodes all live in one process,
 /// so they append to it directly; the order of appends is the history order.

@@ -4,10 +4,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::scenario::Scenario;
 use crate::checker::Verdict;
-use crate::history::{Actor, EventKind, History, Invocation, Outcome};
-use crate::scenario::Scenario;
-use crate::spec::{FaultEvent, RunSpec};
+use crate::model::{Actor, EventKind, FaultEvent, History, Invocation, Outcome, RunSpec};
 
 /// The full report of one scenario run.
 pub fn scenario_report(scenario: &Scenario, history: &History, verdict: &Verdict) -> String {
@@ -68,7 +67,7 @@ pub fn describe_run(run: &RunSpec) -> String {
     );
     let knobs = run.faults.knobs();
     let on: Vec<String> = knobs
-        .iter()
+        .into_iter()
         .filter(|(_, v)| *v > 0)
         .map(|(k, v)| format!("{k}={v}"))
         .collect();

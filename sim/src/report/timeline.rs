@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::history::{Actor, EventKind, History, Invocation, LeaseRec, Outcome};
+use crate::model::{Actor, EventKind, History, Invocation, LeaseRec, Outcome};
 
 impl History {
     /// The fixed-column text timeline; see [`TIMELINE_COLUMNS`].

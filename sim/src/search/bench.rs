@@ -7,12 +7,11 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use super::explore::peak_rss_mb;
+use super::swarm::swarm;
 use crate::checker::check;
-use crate::explore::peak_rss_mb;
-use crate::spec::{FaultConfig, RunSpec};
-use crate::swarm::swarm;
-use crate::variant::Flaw;
-use crate::world::{run, run_unrecorded};
+use crate::model::{FaultConfig, Flaw, RunSpec};
+use crate::subject::Sim;
 
 /// How much to measure. Defaults give the figures the issue asks for.
 #[derive(Debug, Clone)]
@@ -108,7 +107,8 @@ pub fn bench(config: &BenchConfig, progress: impl Fn(&str)) -> BenchReport {
     let (checked, bare, sim_secs) = speed(config);
     progress("seeds to detection");
     let flaws = Flaw::ALL
-        .into_iter()
+        .iter()
+        .copied()
         .map(|flaw| (flaw.name(), detection(config, flaw)))
         .collect();
     progress("memory");
@@ -140,7 +140,9 @@ fn speed(config: &BenchConfig) -> (Vec<f64>, Vec<f64>, f64) {
         let seeds = round * config.runs_per_round..(round + 1) * config.runs_per_round;
         let started = Instant::now();
         for seed in seeds.clone() {
-            let history = run(&standard(seed)).expect("standard specs are valid");
+            let history = Sim::new(&standard(seed))
+                .run()
+                .expect("standard specs are valid");
             assert!(
                 check(&history).passed(),
                 "the real worker failed seed {seed}"
@@ -150,7 +152,10 @@ fn speed(config: &BenchConfig) -> (Vec<f64>, Vec<f64>, f64) {
         checked.push(started.elapsed().as_secs_f64());
         let started = Instant::now();
         for seed in seeds {
-            run_unrecorded(&standard(seed)).expect("standard specs are valid");
+            Sim::new(&standard(seed))
+                .recorded(false)
+                .run()
+                .expect("standard specs are valid");
         }
         bare.push(started.elapsed().as_secs_f64());
     }
@@ -163,7 +168,7 @@ fn detection(config: &BenchConfig, flaw: Flaw) -> FlawFigures {
             .map(|stream| {
                 let first = stream.wrapping_mul(1_000_003).wrapping_add(17);
                 (0..config.seed_budget)
-                    .find(|i| !check(&run(&make(first + i)).expect("valid")).passed())
+                    .find(|i| !check(&Sim::new(&make(first + i)).run().expect("valid")).passed())
                     .map_or(u64::MAX, |i| i + 1)
             })
             .collect();
@@ -197,7 +202,9 @@ fn detection(config: &BenchConfig, flaw: Flaw) -> FlawFigures {
 fn memory(runs: u64) -> (f64, f64) {
     let mut after_1k = f64::NAN;
     for seed in 0..runs {
-        let history = run(&standard(seed)).expect("standard specs are valid");
+        let history = Sim::new(&standard(seed))
+            .run()
+            .expect("standard specs are valid");
         check(&history);
         if seed + 1 == 1_000 {
             after_1k = peak_rss_mb().unwrap_or(f64::NAN);

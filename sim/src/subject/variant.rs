@@ -12,68 +12,10 @@ use retention_worker::{
     CallError, CallErrorKind, Clock, Jitter, Lease, LeaseService, RecordsRepository, SeededJitter,
     WorkerConfig,
 };
-use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
-use crate::subject::{BoxFuture, SimDeps, SimulatedWorker, TermSummary, WorkerFactory};
-
-/// The five findings of the review, one flaw each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Flaw {
-    /// Renewals on an interval timer: they overlap, a late reply overwrites
-    /// a newer lease, and a rejected renewal goes unobserved (finding 1).
-    OverlappingRenewals,
-    /// Release with the lease acquire granted, not the renewed one (finding 2).
-    StaleRelease,
-    /// A new cutoff for every batch (finding 3).
-    MovingCutoff,
-    /// No 1,000-row cap per term (finding 4).
-    UncappedTerm,
-    /// `stop()` only sets a flag: no join, no release of a lease acquired
-    /// after it, no release after a failed delete (finding 5).
-    FlagOnlyStop,
-}
-
-impl Flaw {
-    /// Every flaw, in the review's order.
-    pub const ALL: [Self; 5] = [
-        Self::OverlappingRenewals,
-        Self::StaleRelease,
-        Self::MovingCutoff,
-        Self::UncappedTerm,
-        Self::FlagOnlyStop,
-    ];
-
-    /// The name used by `--flaw` and in scenario files.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::OverlappingRenewals => "overlapping-renewals",
-            Self::StaleRelease => "stale-release",
-            Self::MovingCutoff => "moving-cutoff",
-            Self::UncappedTerm => "uncapped-term",
-            Self::FlagOnlyStop => "flag-only-stop",
-        }
-    }
-
-    /// The flaw called `name`.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|flaw| flaw.name() == name)
-    }
-
-    /// The clauses the review says this flaw breaks.
-    pub fn clauses(self) -> &'static [&'static str] {
-        match self {
-            Self::OverlappingRenewals => &["REN-1", "REN-2", "REN-3"],
-            Self::StaleRelease => &["REL-1"],
-            Self::MovingCutoff => &["CUT-1"],
-            Self::UncappedTerm => &["CAP-1"],
-            Self::FlagOnlyStop => &[
-                "STP-1", "STP-2", "STP-3", "STP-4", "STP-5", "STP-6", "REL-3",
-            ],
-        }
-    }
-}
+use crate::model::{Flaw, LossRec, ReleaseRec, TermEndRec, TermSummary};
+use crate::world::{BoxFuture, SimDeps, SimulatedWorker, WorkerFactory};
 
 /// Builds the TypeScript-shaped variant workers carrying `flaw` (or none).
 #[derive(Debug, Clone, Copy, Default)]
@@ -122,8 +64,8 @@ struct Flags {
 /// What a term's delete loop and renewals share.
 struct Cell {
     latest: Lease,
-    /// `Some("NullRenewal")` or `Some("RenewalFailed")` once leadership is lost.
-    lost: Option<&'static str>,
+    /// Why leadership was lost, once it is.
+    lost: Option<LossRec>,
     done: bool,
     /// Renewal calls not yet answered.
     renewing: u32,
@@ -131,13 +73,35 @@ struct Cell {
     renewals: u32,
 }
 
-fn end(end: &str, rows: u64, batches: u32, release: &str) -> TermSummary {
+fn end(end: TermEndRec, rows: u64, batches: u32, release: ReleaseRec) -> TermSummary {
     TermSummary {
-        end: end.into(),
+        end,
         rows,
         batches,
         renewals: 0,
-        release: release.into(),
+        release,
+    }
+}
+
+/// How the delete loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LoopEnd {
+    Stopped,
+    Lost,
+    Completed,
+    Capped,
+    DeleteFailed,
+}
+
+/// The term's end as the report names it: a loop that ended on a loss
+/// names the loss's cause.
+fn term_end(loop_end: LoopEnd, lost: Option<LossRec>) -> TermEndRec {
+    match loop_end {
+        LoopEnd::Stopped => TermEndRec::Stopped,
+        LoopEnd::Lost => TermEndRec::LeadershipLost(lost.expect("the loop saw the loss")),
+        LoopEnd::Completed => TermEndRec::Completed,
+        LoopEnd::Capped => TermEndRec::Capped,
+        LoopEnd::DeleteFailed => TermEndRec::DeleteFailed(None),
     }
 }
 
@@ -193,15 +157,17 @@ impl Variant {
     async fn lead(&self) -> TermSummary {
         let acquired = match self.deps.leases.acquire(&self.owner).await {
             Ok(Some(lease)) if lease.owner_id == self.owner => lease,
-            Ok(Some(_)) => return end("AcquireFailed", 0, 0, "NotOwed"),
-            Ok(None) => return end("NotAcquired", 0, 0, "NotOwed"),
-            Err(_) => return end("AcquireFailed", 0, 0, "NotOwed"),
+            Ok(Some(_)) | Err(_) => {
+                return end(TermEndRec::AcquireFailed(None), 0, 0, ReleaseRec::NotOwed);
+            }
+            Ok(None) => return end(TermEndRec::NotAcquired, 0, 0, ReleaseRec::NotOwed),
         };
         if self.stopped() {
             if self.has(Flaw::FlagOnlyStop) {
-                return end("Stopped", 0, 0, "Skipped");
+                return end(TermEndRec::Stopped, 0, 0, ReleaseRec::Skipped);
             }
-            return end("Stopped", 0, 0, &self.release(&acquired).await);
+            let release = self.release(&acquired).await;
+            return end(TermEndRec::Stopped, 0, 0, release);
         }
         let cell = Arc::new(Mutex::new(Cell {
             latest: acquired.clone(),
@@ -211,8 +177,8 @@ impl Variant {
             renewals: 0,
         }));
         let (outcome, ()) = join(self.delete_batches(&cell), self.renew(&cell)).await;
-        let (end_name, rows, batches, skip_release) = outcome;
-        let lost = cell.lock().expect("cell").lost;
+        let (loop_end, rows, batches, skip_release) = outcome;
+        let lost = cell.lock().expect("cell").lost.clone();
         // Counted last: a renewal left in flight (finding 1) may still land
         // while the release is out, and the report must include it.
         let with_renewals = |summary: TermSummary| TermSummary {
@@ -220,10 +186,11 @@ impl Variant {
             ..summary
         };
         if skip_release {
-            return with_renewals(end(end_name, rows, batches, "Skipped"));
+            let end_rec = term_end(loop_end, lost);
+            return with_renewals(end(end_rec, rows, batches, ReleaseRec::Skipped));
         }
         let release = match lost {
-            Some("NullRenewal") => "NotOwed".to_owned(),
+            Some(LossRec::NullRenewal) => ReleaseRec::NotOwed,
             _ => {
                 let latest = cell.lock().expect("cell").latest.clone();
                 let lease = if self.has(Flaw::StaleRelease) {
@@ -234,22 +201,18 @@ impl Variant {
                 self.release(&lease).await
             }
         };
-        let end_name = match lost {
-            Some(cause) if end_name == "Lost" => format!("LeadershipLost({cause})"),
-            _ => end_name.to_owned(),
-        };
-        with_renewals(end(&end_name, rows, batches, &release))
+        with_renewals(end(term_end(loop_end, lost), rows, batches, release))
     }
 
-    async fn release(&self, lease: &Lease) -> String {
+    async fn release(&self, lease: &Lease) -> ReleaseRec {
         match self.deps.leases.release(lease).await {
-            Ok(()) => "Released".into(),
-            Err(_) => "Failed".into(),
+            Ok(()) => ReleaseRec::Released,
+            Err(_) => ReleaseRec::Failed(None),
         }
     }
 
     /// The delete loop: (end, rows, batches, skip the release).
-    async fn delete_batches(&self, cell: &Mutex<Cell>) -> (&'static str, u64, u32, bool) {
+    async fn delete_batches(&self, cell: &Mutex<Cell>) -> (LoopEnd, u64, u32, bool) {
         let retention_ms = i64::try_from(self.config.retention_ms).expect("validated");
         let cap = u64::from(self.config.term_row_cap);
         let term_cutoff_ms = self.deps.clock.now_ms() - retention_ms;
@@ -258,10 +221,10 @@ impl Variant {
             let token = {
                 let cell = cell.lock().expect("cell");
                 if self.stopped() {
-                    break ("Stopped", false);
+                    break (LoopEnd::Stopped, false);
                 }
                 if cell.lost.is_some() {
-                    break ("Lost", false);
+                    break (LoopEnd::Lost, false);
                 }
                 cell.latest.fencing_token
             };
@@ -286,16 +249,16 @@ impl Variant {
                     rows += deleted;
                     batches += 1;
                     if deleted < u64::from(limit) {
-                        break ("Completed", false);
+                        break (LoopEnd::Completed, false);
                     }
                     if !self.has(Flaw::UncappedTerm) && rows >= cap {
-                        break ("Capped", false);
+                        break (LoopEnd::Capped, false);
                     }
                 }
                 Err(error)
                     if error.kind == CallErrorKind::Fenced
                         && self.renewed_since(cell, token).await => {}
-                Err(_) => break ("DeleteFailed", self.has(Flaw::FlagOnlyStop)),
+                Err(_) => break (LoopEnd::DeleteFailed, self.has(Flaw::FlagOnlyStop)),
             }
         };
         cell.lock().expect("cell").done = true;
@@ -393,8 +356,8 @@ impl Cell {
                 self.latest = renewed;
                 self.renewals += 1;
             }
-            Ok(None) => self.lost = Some("NullRenewal"),
-            Ok(Some(_)) | Err(_) if observed => self.lost = Some("RenewalFailed"),
+            Ok(None) => self.lost = Some(LossRec::NullRenewal),
+            Ok(Some(_)) | Err(_) if observed => self.lost = Some(LossRec::RenewalFailed(None)),
             Ok(Some(_)) | Err(_) => {}
         }
         self.lost.is_some()
@@ -410,7 +373,7 @@ impl SimulatedWorker for Variant {
         Box::pin(async move {
             let mut jitter = jitter;
             while let Some(summary) = self.term().await {
-                let lost = summary.end.starts_with("LeadershipLost");
+                let lost = summary.end.lost_leadership();
                 on_term(summary);
                 let base_ms = if lost {
                     self.config.loss_backoff_ms

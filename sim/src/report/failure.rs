@@ -6,8 +6,7 @@
 use serde_json::Value;
 
 use crate::checker::Verdict;
-use crate::history::History;
-use crate::spec::RunSpec;
+use crate::model::{History, RunSpec};
 
 /// The token that `sim replay` accepts for `spec`.
 pub fn replay_token(spec: &RunSpec) -> String {

@@ -1,0 +1,284 @@
+//! The command line's arguments, and the run spec that `sim run` builds
+//! from them.
+
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Args, Parser, Subcommand};
+use retention_sim::RunSpec;
+use retention_sim::model::{FaultEvent, FaultKnob, Flaw, Named, OpKind};
+use retention_sim::search::swarm;
+
+#[derive(Parser)]
+#[command(
+    name = "sim",
+    about = "Deterministic simulation of the lease-fenced retention worker"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// One run: prints its timeline and the verdict.
+    Run(RunArgs),
+    /// A sweep over many seeds: prints a summary.
+    Explore(ExploreArgs),
+    /// Runs a replay token printed by a failure and prints its timeline.
+    Replay {
+        /// The token (the JSON after `replay` in a failure message).
+        token: String,
+        /// Also save the run as a scenario file (its name is the file name).
+        #[arg(long, value_name = "scenarios/NAME.toml")]
+        save: Option<std::path::PathBuf>,
+    },
+    /// Measures the harness: speed, overhead, seeds to find each flaw, memory.
+    Bench(BenchArgs),
+    /// Checks a recorded history (JSON lines, as `run --jsonl` or the
+    /// real-mode tests write it) and prints the verdict.
+    Check {
+        /// The history file.
+        history: std::path::PathBuf,
+        /// Also print the whole timeline.
+        #[arg(long)]
+        timeline: bool,
+    },
+    /// Runs scenario files and checks each one's expected outcome.
+    Scenario {
+        /// The files.
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+        /// Run the flawed variant instead and check `expect.flaws` for it.
+        #[arg(long, value_parser = named::<Flaw>())]
+        flaw: Option<Flaw>,
+    },
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Replicas, 1-5.
+    #[arg(long)]
+    pub replicas: Option<u32>,
+    /// Draw faults from the seed (swarm mode); `--fault` and events still apply.
+    #[arg(long)]
+    pub swarm: bool,
+    /// Simulated run length.
+    #[arg(long)]
+    pub duration_ms: Option<u64>,
+    /// A fault knob, NAME=VALUE (see the names below).
+    #[arg(long = "fault", value_name = "NAME=VALUE", long_help = fault_help())]
+    pub faults: Vec<String>,
+    /// Pause REPLICA at AT_MS for FOR_MS: `REPLICA:AT_MS:FOR_MS`.
+    #[arg(long, value_name = "R:AT:FOR")]
+    pub pause: Vec<String>,
+    /// Crash REPLICA at AT_MS, restart after MS: `REPLICA:AT_MS:RESTART_MS`.
+    #[arg(long, value_name = "R:AT:RESTART")]
+    pub crash: Vec<String>,
+    /// Stop REPLICA at AT_MS with CALLERS concurrent calls: `REPLICA:AT_MS[:CALLERS]`.
+    #[arg(long, value_name = "R:AT[:CALLERS]")]
+    pub stop: Vec<String>,
+    /// Stop REPLICA when it issues its NTH call of OP: `REPLICA:OP:NTH[:CALLERS]`.
+    #[arg(long, value_name = "R:OP:NTH[:CALLERS]", long_help = stop_during_help())]
+    pub stop_during: Vec<String>,
+    /// Also write the history as JSON lines to this file.
+    #[arg(long)]
+    pub jsonl: Option<std::path::PathBuf>,
+    /// Run the flawed variant with this review finding.
+    #[arg(long, value_parser = named::<Flaw>())]
+    pub flaw: Option<Flaw>,
+}
+
+#[derive(Args)]
+pub struct ExploreArgs {
+    /// How many seeds to run.
+    #[arg(long, default_value_t = 1_000)]
+    pub seeds: u64,
+    /// The first seed.
+    #[arg(long, default_value_t = 0)]
+    pub start: u64,
+    /// Threads.
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
+    /// Draw each run's faults from its seed.
+    #[arg(long)]
+    pub swarm: bool,
+    /// Fix the replica count.
+    #[arg(long)]
+    pub replicas: Option<u32>,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Run the flawed variant with this review finding.
+    #[arg(long, value_parser = named::<Flaw>())]
+    pub flaw: Option<Flaw>,
+    /// Run only shard I of N (1-based) of the seed range, so that N
+    /// machines split one sweep: seeds whose index is I-1 modulo N.
+    #[arg(long, value_name = "I/N", value_parser = parse_shard, default_value = "1/1")]
+    pub shard: (u64, u64),
+}
+
+fn parse_shard(text: &str) -> Result<(u64, u64), String> {
+    let (i, n) = text
+        .split_once('/')
+        .ok_or_else(|| format!("{text:?} is not I/N"))?;
+    let number = |part: &str| {
+        part.parse::<u64>()
+            .map_err(|_| format!("{text:?}: {part:?} is not a number"))
+    };
+    let (i, n) = (number(i)?, number(n)?);
+    if n == 0 || !(1..=n).contains(&i) {
+        return Err(format!("{text:?}: need 1 <= I <= N"));
+    }
+    Ok((i, n))
+}
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Print the figures as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Rounds of the speed measurement.
+    #[arg(long, default_value_t = 5)]
+    pub rounds: u32,
+    /// Runs per round and mode.
+    #[arg(long, default_value_t = 200)]
+    pub runs_per_round: u64,
+    /// Independent seed streams per flaw and mode.
+    #[arg(long, default_value_t = 20)]
+    pub streams: u64,
+    /// Runs of the memory sweep.
+    #[arg(long, default_value_t = 100_000)]
+    pub memory_runs: u64,
+}
+
+/// A parser that accepts exactly the names of `T`'s list (and lists them
+/// in `--help` and in its error).
+fn named<T: Named + Clone + Send + Sync>() -> impl TypedValueParser<Value = T> {
+    PossibleValuesParser::new(T::names()).map(|name| T::from_name(&name).expect("a listed name"))
+}
+
+fn fault_help() -> String {
+    format!(
+        "A fault knob, NAME=VALUE; chances are per mille (0-1000), times in ms.\nNames: {}",
+        FaultKnob::names().join(", ")
+    )
+}
+
+fn stop_during_help() -> String {
+    format!(
+        "Stop REPLICA when it issues its NTH call of OP: `REPLICA:OP:NTH[:CALLERS]`.\nOperations: {}",
+        OpKind::names().join(", ")
+    )
+}
+
+pub fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
+    let mut spec = if args.swarm {
+        swarm(args.seed, args.replicas)
+    } else {
+        RunSpec {
+            seed: args.seed,
+            ..RunSpec::default()
+        }
+    };
+    if let Some(replicas) = args.replicas {
+        spec.replicas = replicas;
+    }
+    if let Some(duration_ms) = args.duration_ms {
+        spec.duration_ms = duration_ms;
+    }
+    spec.flaw = args.flaw;
+    for fault in &args.faults {
+        set_fault(&mut spec, fault)?;
+    }
+    for text in &args.pause {
+        let [replica, at_ms, for_ms] = numbers::<3>("--pause", text)?;
+        spec.events.push(FaultEvent::Pause {
+            replica: small(replica)?,
+            at_ms,
+            for_ms,
+        });
+    }
+    for text in &args.crash {
+        let [replica, at_ms, restart_after_ms] = numbers::<3>("--crash", text)?;
+        spec.events.push(FaultEvent::Crash {
+            replica: small(replica)?,
+            at_ms,
+            restart_after_ms,
+        });
+    }
+    for text in &args.stop {
+        let with_callers = if text.matches(':').count() == 1 {
+            format!("{text}:1")
+        } else {
+            text.clone()
+        };
+        let [replica, at_ms, callers] = numbers::<3>("--stop", &with_callers)?;
+        spec.events.push(FaultEvent::Stop {
+            replica: small(replica)?,
+            at_ms,
+            callers: small(callers)?,
+        });
+    }
+    for text in &args.stop_during {
+        spec.events.push(parse_stop_during(text)?);
+    }
+    spec.validate().map_err(|error| error.to_string())?;
+    Ok(spec)
+}
+
+fn set_fault(spec: &mut RunSpec, text: &str) -> Result<(), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("--fault {text:?}: expected NAME=VALUE"))?;
+    let value: u64 = value
+        .parse()
+        .map_err(|_| format!("--fault {name}: {value:?} is not a non-negative integer"))?;
+    let knob = FaultKnob::from_name(name).map_err(|error| format!("--fault: {error}"))?;
+    spec.faults
+        .set(knob, value)
+        .map_err(|problem| format!("--fault faults.{knob}: {problem}"))
+}
+
+fn parse_stop_during(text: &str) -> Result<FaultEvent, String> {
+    let parts: Vec<&str> = text.split(':').collect();
+    if !(3..=4).contains(&parts.len()) {
+        return Err(format!(
+            "--stop-during {text:?}: expected REPLICA:OP:NTH[:CALLERS]"
+        ));
+    }
+    let op = OpKind::from_name(parts[1]).map_err(|error| format!("--stop-during: {error}"))?;
+    let number = |index: usize, default: u64| -> Result<u32, String> {
+        let Some(raw) = parts.get(index) else {
+            return small(default);
+        };
+        small(
+            raw.parse()
+                .map_err(|_| format!("--stop-during {text:?}: {raw:?} is not a number"))?,
+        )
+    };
+    Ok(FaultEvent::StopDuring {
+        replica: number(0, 0)?,
+        op,
+        nth: number(2, 1)?,
+        callers: number(3, 1)?,
+    })
+}
+
+fn numbers<const N: usize>(flag: &str, text: &str) -> Result<[u64; N], String> {
+    let values: Vec<u64> = text
+        .split(':')
+        .map(|part| {
+            part.parse()
+                .map_err(|_| format!("{flag} {text:?}: {part:?} is not a non-negative integer"))
+        })
+        .collect::<Result<_, _>>()?;
+    values
+        .try_into()
+        .map_err(|_| format!("{flag} {text:?}: expected {N} numbers separated by ':'"))
+}
+
+fn small(value: u64) -> Result<u32, String> {
+    u32::try_from(value).map_err(|_| format!("{value} is too large"))
+}

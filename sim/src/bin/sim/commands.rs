@@ -1,0 +1,231 @@
+//! What each subcommand does; each returns whether every run kept the
+//! contract, or a message for bad input.
+
+use std::io::IsTerminal;
+
+use retention_sim::model::{Flaw, History, RunSpec};
+use retention_sim::report::{Expect, Scenario, excerpt, replay_command, scenario_report};
+use retention_sim::search::{BenchConfig, ExploreConfig, bench, explore, peak_rss_mb};
+use retention_sim::{Sim, check, format_failure};
+
+use crate::args::{BenchArgs, ExploreArgs};
+
+pub fn run_one(spec: &RunSpec, jsonl: Option<&std::path::Path>) -> Result<bool, String> {
+    let history = Sim::new(spec).run().map_err(|error| error.to_string())?;
+    if let Some(path) = jsonl {
+        std::fs::write(path, history.to_jsonl())
+            .map_err(|error| format!("{}: {error}", path.display()))?;
+    }
+    let verdict = check(&history);
+    println!("{}", history.timeline());
+    println!("verdict for seed {}:\n{}", spec.seed, verdict.summary());
+    if verdict.passed() {
+        println!("0 violations\nreplay: {}", replay_command(spec));
+    } else {
+        println!("{}", format_failure(spec, &history, &verdict));
+    }
+    Ok(verdict.passed())
+}
+
+pub fn check_file(path: &std::path::Path, timeline: bool) -> Result<bool, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let history = History::from_jsonl(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let verdict = check(&history);
+    if timeline {
+        println!("{}", history.timeline());
+    }
+    println!(
+        "verdict for {} (seed {}, {} events):\n{}",
+        path.display(),
+        verdict.seed,
+        history.events.len(),
+        verdict.summary()
+    );
+    for violation in &verdict.violations {
+        println!("{violation}\n{}", excerpt(&history, &violation.events));
+    }
+    println!("{} violations", verdict.violations.len());
+    Ok(verdict.passed())
+}
+
+pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
+    if args.seeds == 0 {
+        return Err("--seeds must be at least 1".into());
+    }
+    if let Some(replicas) = args.replicas
+        && !(1..=5).contains(&replicas)
+    {
+        return Err(format!("--replicas: {replicas} is not in 1..=5"));
+    }
+    let config = ExploreConfig {
+        seeds: args.seeds,
+        start: args.start,
+        jobs: args.jobs,
+        swarm: args.swarm,
+        base: RunSpec {
+            replicas: args.replicas.unwrap_or(3),
+            ..RunSpec::default()
+        },
+        replicas: args.replicas,
+        flaw: args.flaw,
+        shard: args.shard,
+    };
+    let terminal = std::io::stderr().is_terminal();
+    let progress = |done: u64| {
+        if terminal && (done % 50 == 0 || done == args.seeds) {
+            eprint!("\r{done}/{} runs", args.seeds);
+        }
+    };
+    let summary = explore(&config, progress);
+    if terminal {
+        eprintln!();
+    }
+    if args.json {
+        let json = serde_json::json!({
+            "runs": summary.runs,
+            "failed_runs": summary.failed_runs,
+            "violations": summary.violations,
+            "violations_by_clause": summary.violations_by_clause,
+            "runs_per_sec": summary.runs_per_sec(),
+            "sim_to_wall_ratio": summary.sim_to_wall_ratio(),
+            "first_failure": summary.first_failure.as_ref().map(|(_, command)| command),
+            "peak_rss_mb": peak_rss_mb(),
+        });
+        println!("{json}");
+    } else {
+        println!(
+            "{} runs, {} failed, {} violations; {:.0} runs/s, simulated/wall time {:.0}x",
+            summary.runs,
+            summary.failed_runs,
+            summary.violations,
+            summary.runs_per_sec(),
+            summary.sim_to_wall_ratio()
+        );
+        for (clause, count) in &summary.violations_by_clause {
+            println!("  {clause}: {count}");
+        }
+        if let Some((spec, _)) = &summary.first_failure {
+            let history = Sim::new(spec).run().map_err(|error| error.to_string())?;
+            println!(
+                "\nfirst failure:\n{}",
+                format_failure(spec, &history, &check(&history))
+            );
+        }
+        if let Some(mb) = peak_rss_mb() {
+            println!("peak memory {mb:.1} MiB");
+        }
+    }
+    Ok(summary.failed_runs == 0)
+}
+
+pub fn run_scenarios(files: &[std::path::PathBuf], flaw: Option<Flaw>) -> Result<bool, String> {
+    let mut all_met = true;
+    for file in files {
+        let mut scenario = Scenario::load(file).map_err(|error| error.to_string())?;
+        scenario.run.flaw = flaw.or(scenario.run.flaw);
+        let history = Sim::new(&scenario.run)
+            .run()
+            .map_err(|error| error.to_string())?;
+        let verdict = check(&history);
+        println!("{}", scenario_report(&scenario, &history, &verdict));
+        let judged = match flaw {
+            Some(flaw) => scenario.judge_flawed(flaw, &verdict),
+            None => scenario.judge(&verdict, &history.timeline()),
+        };
+        match judged {
+            Ok(()) => println!("{}: as expected", file.display()),
+            Err(problems) => {
+                all_met = false;
+                println!("{}: NOT as expected:\n{problems}", file.display());
+            }
+        }
+    }
+    Ok(all_met)
+}
+
+/// Writes `spec` as a scenario that expects what the run does now, so a
+/// failure found once stays a named regression.
+pub fn save_scenario(spec: &RunSpec, path: &std::path::Path) -> Result<(), String> {
+    let name = path
+        .file_stem()
+        .and_then(|stem| stem.to_str())
+        .ok_or_else(|| format!("{}: not a file name", path.display()))?;
+    let history = Sim::new(spec).run().map_err(|error| error.to_string())?;
+    let verdict = check(&history);
+    let mut violated: Vec<String> = verdict
+        .violations
+        .iter()
+        .map(|v| v.clause.to_owned())
+        .collect();
+    violated.dedup();
+    let Some(first) = verdict.violations.first() else {
+        return Err(format!(
+            "--save: seed {} keeps every clause; there is no failure to keep",
+            spec.seed
+        ));
+    };
+    let scenario = Scenario {
+        name: name.to_owned(),
+        description: format!(
+            "Saved from a replay of seed {}. First finding: {first}",
+            spec.seed
+        ),
+        clauses: violated.clone(),
+        run: spec.clone(),
+        expect: Expect {
+            violates: violated,
+            ..Expect::default()
+        },
+    };
+    let comment = "Saved by `sim replay --save`: it expects what the run did when saved.\n\
+                   Once the bug is fixed, empty expect.violates so the scenario must pass.";
+    std::fs::write(path, scenario.to_toml(comment))
+        .map_err(|error| format!("{}: {error}", path.display()))?;
+    Scenario::load(path).map_err(|error| format!("the saved file does not load back: {error}"))?;
+    eprintln!("saved {}", path.display());
+    Ok(())
+}
+
+pub fn run_bench(args: &BenchArgs) -> Result<bool, String> {
+    if args.rounds == 0 || args.runs_per_round == 0 || args.streams == 0 || args.memory_runs < 1_000
+    {
+        return Err("bench: rounds, runs per round and streams must be at least 1, memory runs at least 1000".into());
+    }
+    let config = BenchConfig {
+        rounds: args.rounds,
+        runs_per_round: args.runs_per_round,
+        streams: args.streams,
+        memory_runs: args.memory_runs,
+        ..BenchConfig::default()
+    };
+    let report = bench(&config, |stage| eprintln!("bench: {stage}..."));
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string(&report).map_err(|error| error.to_string())?
+        );
+        return Ok(true);
+    }
+    println!("standard scenario: 3 replicas, 5,000-row backlog, swarm faults; one thread");
+    println!(
+        "  runs/s checked {:.0}, bare {:.0}; overhead {:.2}x",
+        report.runs_per_sec_checked, report.runs_per_sec_bare, report.overhead_ratio
+    );
+    println!("  simulated/wall time {:.0}x", report.sim_to_wall_ratio);
+    println!(
+        "  peak memory {:.1} MiB after 1,000 runs, {:.1} MiB after {}",
+        report.rss_mb_after_1k, report.rss_mb_after_100k, report.memory_runs
+    );
+    println!(
+        "seeds to first detection over {} streams (median / max, streams that missed):",
+        config.streams
+    );
+    for (flaw, figures) in &report.flaws {
+        let (r, s) = (figures.random, figures.swarm);
+        println!(
+            "  {flaw:<22} random {:>3} / {:>3} ({} missed)   swarm {:>3} / {:>3} ({} missed)",
+            r.median, r.max, r.misses, s.median, s.max, s.misses
+        );
+    }
+    Ok(true)
+}

@@ -1,0 +1,48 @@
+//! `sim`: run, sweep and replay simulations of the retention worker.
+//!
+//! Exit status: 0 when every run kept the contract, 1 when any violated it,
+//! 2 for bad input. `args.rs` holds the flags, `commands.rs` what each
+//! subcommand does.
+
+mod args;
+mod commands;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use retention_sim::report::parse_token;
+
+use args::{Cli, Command, build_spec};
+use commands::{check_file, run_bench, run_explore, run_one, run_scenarios, save_scenario};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return ExitCode::from(if error.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let result = match cli.command {
+        Command::Run(args) => {
+            build_spec(&args).and_then(|spec| run_one(&spec, args.jsonl.as_deref()))
+        }
+        Command::Replay { token, save } => parse_token(&token).and_then(|spec| {
+            if let Some(path) = save {
+                save_scenario(&spec, &path)?;
+            }
+            run_one(&spec, None)
+        }),
+        Command::Scenario { files, flaw } => run_scenarios(&files, flaw),
+        Command::Explore(args) => run_explore(&args),
+        Command::Bench(args) => run_bench(&args),
+        Command::Check { history, timeline } => check_file(&history, timeline),
+    };
+    match result {
+        Ok(passed) => ExitCode::from(if passed { 0 } else { 1 }),
+        Err(message) => {
+            eprintln!("sim: {message}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! The fault plan of a run: probabilistic knobs, timed events, and faults on
+//! chosen calls. Every fault is off by default.
+
+use serde::{Deserialize, Serialize};
+
+use super::names::{FaultKnob, OpKind};
+
+/// Probabilistic faults, drawn per call from the run's seed. Every knob is
+/// off (zero) by default. Probabilities are in per mille.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FaultConfig {
+    /// Extra delay before a request and before its reply, each uniform in
+    /// `0..=latency_ms_max`; on top of madsim's own network jitter.
+    pub latency_ms_max: u64,
+    /// Chance that a renewal's reply is held back long enough to arrive
+    /// after the next renewal tick would have fired.
+    pub renew_reply_delay_permille: u32,
+    /// Chance that any call is refused before the service applies it.
+    pub reject_permille: u32,
+    /// Chance that any call is applied but its reply is lost.
+    pub ambiguous_permille: u32,
+    /// Chance that the lease service revokes the lease on a renewal and
+    /// answers `None`, so another replica may take over.
+    pub null_renew_permille: u32,
+    /// Chance that madsim's network drops any message, request or reply;
+    /// the caller sees a timeout.
+    pub packet_loss_permille: u32,
+    /// Each replica's clock is skewed by a fixed amount in
+    /// `-clock_skew_ms_max..=clock_skew_ms_max`.
+    pub clock_skew_ms_max: u64,
+}
+
+impl FaultConfig {
+    /// Whether any probabilistic fault is on.
+    pub fn any(&self) -> bool {
+        *self != Self::default()
+    }
+
+    /// Every knob with its value (0 is off), in [`FaultKnob`]'s order.
+    pub fn knobs(&self) -> Vec<(FaultKnob, u64)> {
+        FaultKnob::ALL
+            .iter()
+            .map(|&knob| (knob, self.get(knob)))
+            .collect()
+    }
+
+    /// The value of `knob`.
+    pub fn get(&self, knob: FaultKnob) -> u64 {
+        use FaultKnob as K;
+        match knob {
+            K::LatencyMsMax => self.latency_ms_max,
+            K::RenewReplyDelayPermille => self.renew_reply_delay_permille.into(),
+            K::RejectPermille => self.reject_permille.into(),
+            K::AmbiguousPermille => self.ambiguous_permille.into(),
+            K::NullRenewPermille => self.null_renew_permille.into(),
+            K::PacketLossPermille => self.packet_loss_permille.into(),
+            K::ClockSkewMsMax => self.clock_skew_ms_max,
+        }
+    }
+
+    /// Sets `knob` to `value`, refusing what breaks [`FaultKnob::limit`].
+    pub fn set(&mut self, knob: FaultKnob, value: u64) -> Result<(), String> {
+        use FaultKnob as K;
+        if let Some(limit) = knob.limit()
+            && value > limit
+        {
+            return Err(format!("{value} is above {limit} per mille"));
+        }
+        // Below the limit, a chance always fits its u32 field.
+        let chance = || u32::try_from(value).expect("at most 1000");
+        match knob {
+            K::LatencyMsMax => self.latency_ms_max = value,
+            K::RenewReplyDelayPermille => self.renew_reply_delay_permille = chance(),
+            K::RejectPermille => self.reject_permille = chance(),
+            K::AmbiguousPermille => self.ambiguous_permille = chance(),
+            K::NullRenewPermille => self.null_renew_permille = chance(),
+            K::PacketLossPermille => self.packet_loss_permille = chance(),
+            K::ClockSkewMsMax => self.clock_skew_ms_max = value,
+        }
+        Ok(())
+    }
+}
+
+impl FaultKnob {
+    /// The largest value the knob accepts: 1000 for a chance in per mille,
+    /// none for a time.
+    pub fn limit(self) -> Option<u64> {
+        self.name().ends_with("_permille").then_some(1_000)
+    }
+}
+
+/// A fault that happens at a chosen moment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FaultEvent {
+    /// Freeze replica `replica`'s process for `for_ms` (a GC pause).
+    Pause {
+        /// The replica, from 1.
+        replica: u32,
+        /// When the pause starts.
+        at_ms: u64,
+        /// How long it lasts.
+        for_ms: u64,
+    },
+    /// Kill replica `replica`'s process; restart it after `restart_after_ms`.
+    Crash {
+        /// The replica, from 1.
+        replica: u32,
+        /// When it dies.
+        at_ms: u64,
+        /// When it comes back, counted from the crash.
+        restart_after_ms: u64,
+    },
+    /// `callers` tasks call `stop()` on replica `replica` at `at_ms`.
+    Stop {
+        /// The replica, from 1.
+        replica: u32,
+        /// When the callers call.
+        at_ms: u64,
+        /// How many concurrent callers, 1 or more.
+        callers: u32,
+    },
+    /// Replica `replica`'s `nth` call of `op` meets `outcome`, after
+    /// `request_delay_ms` on the way in and `reply_delay_ms` on the way back.
+    CallFault {
+        /// The replica, from 1.
+        replica: u32,
+        /// The operation.
+        op: OpKind,
+        /// Which call of that operation, from 1.
+        nth: u32,
+        /// What the service does with it.
+        #[serde(default)]
+        outcome: CallOutcome,
+        /// Extra delay before the request reaches the service.
+        #[serde(default)]
+        request_delay_ms: u64,
+        /// Extra delay before the reply reaches the replica.
+        #[serde(default)]
+        reply_delay_ms: u64,
+    },
+    /// `callers` tasks call `stop()` the moment replica `replica` issues its
+    /// `nth` call of `op`, so that stop races that call in flight.
+    StopDuring {
+        /// The replica, from 1.
+        replica: u32,
+        /// The operation whose call triggers the stop.
+        op: OpKind,
+        /// Which call of that operation, from 1.
+        nth: u32,
+        /// How many concurrent callers, 1 or more.
+        callers: u32,
+    },
+}
+
+impl FaultEvent {
+    /// The replica the event targets.
+    pub fn replica(&self) -> u32 {
+        match self {
+            Self::Pause { replica, .. }
+            | Self::Crash { replica, .. }
+            | Self::Stop { replica, .. }
+            | Self::StopDuring { replica, .. }
+            | Self::CallFault { replica, .. } => *replica,
+        }
+    }
+
+    /// When the event happens, for events tied to a time.
+    pub fn at_ms(&self) -> Option<u64> {
+        match self {
+            Self::Pause { at_ms, .. } | Self::Crash { at_ms, .. } | Self::Stop { at_ms, .. } => {
+                Some(*at_ms)
+            }
+            Self::StopDuring { .. } | Self::CallFault { .. } => None,
+        }
+    }
+}
+
+/// What the service does with a call chosen by [`FaultEvent::CallFault`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallOutcome {
+    /// Applies it and answers (only the delays apply).
+    #[default]
+    Normal,
+    /// Refuses it before applying it.
+    Reject,
+    /// Applies it; the reply is lost.
+    LoseReply,
+    /// For a renewal: revokes the lease and answers null.
+    Revoke,
+    /// For an acquire or a renewal: applies it, then garbles the reply as a
+    /// faulty lease service might: an acquire's lease names another owner
+    /// (`intruder`), a renewal's carries the token it was sent.
+    Corrupt,
+}

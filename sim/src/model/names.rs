@@ -1,0 +1,212 @@
+//! The sets of names a run is described with (operations, flaws, fault
+//! knobs), each written once; serde, parsing, help text and reports use them.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serializer};
+
+/// A word that is not one of a name list's names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownName {
+    /// What the list names, e.g. `operation`.
+    pub what: &'static str,
+    /// The word given.
+    pub given: String,
+    /// Every name the list knows, in its order.
+    pub known: Vec<&'static str>,
+}
+
+impl fmt::Display for UnknownName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown {} {:?}; known: {}",
+            self.what,
+            self.given,
+            self.known.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownName {}
+
+/// An enum whose variants each have one name: written once in
+/// [`named!`], read by serde, [`FromStr`], [`fmt::Display`] and the CLI.
+pub trait Named: Copy + Sized + 'static {
+    /// What the names name, for errors (`operation`, `flaw`).
+    const WHAT: &'static str;
+    /// Every variant, in the list's order.
+    const ALL: &'static [Self];
+    /// This variant's name.
+    fn name(self) -> &'static str;
+
+    /// Every name, in the list's order.
+    fn names() -> Vec<&'static str> {
+        Self::ALL.iter().map(|item| item.name()).collect()
+    }
+
+    /// The variant called `name`.
+    fn from_name(name: &str) -> Result<Self, UnknownName> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|item| item.name() == name)
+            .ok_or_else(|| UnknownName {
+                what: Self::WHAT,
+                given: name.to_owned(),
+                known: Self::names(),
+            })
+    }
+}
+
+/// Defines an enum from one list of `Variant => "name"` pairs, with
+/// [`Named`], `FromStr`, `Display` and serde as that name.
+macro_rules! named {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident ($what:literal) {
+            $( $(#[$vmeta:meta])* $variant:ident => $text:literal, )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        $vis enum $name {
+            $( $(#[$vmeta])* $variant, )+
+        }
+
+        impl $crate::model::Named for $name {
+            const WHAT: &'static str = $what;
+            const ALL: &'static [Self] = &[$(Self::$variant),+];
+            fn name(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text,)+
+                }
+            }
+        }
+
+        impl $name {
+            /// Every variant, in the list's order.
+            pub const ALL: &'static [Self] = <Self as $crate::model::Named>::ALL;
+
+            /// This variant's name.
+            pub fn name(self) -> &'static str {
+                $crate::model::Named::name(self)
+            }
+
+            /// The variant called `name`; the error lists every name.
+            pub fn from_name(name: &str) -> Result<Self, $crate::model::UnknownName> {
+                <Self as $crate::model::Named>::from_name(name)
+            }
+        }
+
+        impl ::std::str::FromStr for $name {
+            type Err = $crate::model::UnknownName;
+            fn from_str(text: &str) -> Result<Self, Self::Err> {
+                <Self as $crate::model::Named>::from_name(text)
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl ::serde::Serialize for $name {
+            fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                $crate::model::names::serialize_name(*self, s)
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                $crate::model::names::deserialize_name(d)
+            }
+        }
+    };
+}
+pub(crate) use named;
+
+#[doc(hidden)]
+pub fn serialize_name<T: Named, S: Serializer>(item: T, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(item.name())
+}
+
+#[doc(hidden)]
+pub fn deserialize_name<'de, T: Named, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<T, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    T::from_name(&text).map_err(serde::de::Error::custom)
+}
+
+named! {
+    /// The four dependency operations.
+    pub enum OpKind ("operation") {
+        /// `acquire(owner)`.
+        Acquire => "acquire",
+        /// `renew(lease)`.
+        Renew => "renew",
+        /// `release(lease)`.
+        Release => "release",
+        /// `delete_batch(older_than, limit, token)`.
+        Delete => "delete",
+    }
+}
+
+named! {
+    /// The five findings of the review, one flaw each; the variant worker
+    /// carries exactly one of them (`subject::VariantFactory`).
+    pub enum Flaw ("flaw") {
+        /// Renewals on an interval timer: they overlap, a late reply
+        /// overwrites a newer lease, and a rejected renewal goes unobserved
+        /// (finding 1).
+        OverlappingRenewals => "overlapping-renewals",
+        /// Release with the lease acquire granted, not the renewed one
+        /// (finding 2).
+        StaleRelease => "stale-release",
+        /// A new cutoff for every batch (finding 3).
+        MovingCutoff => "moving-cutoff",
+        /// No 1,000-row cap per term (finding 4).
+        UncappedTerm => "uncapped-term",
+        /// `stop()` only sets a flag: no join, no release of a lease acquired
+        /// after it, no release after a failed delete (finding 5).
+        FlagOnlyStop => "flag-only-stop",
+    }
+}
+
+impl Flaw {
+    /// The clauses the review says this flaw breaks.
+    pub fn clauses(self) -> &'static [&'static str] {
+        match self {
+            Self::OverlappingRenewals => &["REN-1", "REN-2", "REN-3"],
+            Self::StaleRelease => &["REL-1"],
+            Self::MovingCutoff => &["CUT-1"],
+            Self::UncappedTerm => &["CAP-1"],
+            Self::FlagOnlyStop => &[
+                "STP-1", "STP-2", "STP-3", "STP-4", "STP-5", "STP-6", "REL-3",
+            ],
+        }
+    }
+}
+
+named! {
+    /// The probabilistic fault knobs of [`FaultConfig`](super::FaultConfig),
+    /// in the order reports print and the swarm draws them.
+    pub enum FaultKnob ("fault") {
+        /// Extra delay before each request and each reply.
+        LatencyMsMax => "latency_ms_max",
+        /// Chance a renewal's reply is held past the next renewal tick.
+        RenewReplyDelayPermille => "renew_reply_delay_permille",
+        /// Chance a call is refused before it is applied.
+        RejectPermille => "reject_permille",
+        /// Chance a call is applied and its reply lost.
+        AmbiguousPermille => "ambiguous_permille",
+        /// Chance a renewal revokes the lease and answers null.
+        NullRenewPermille => "null_renew_permille",
+        /// Chance madsim's network drops a message.
+        PacketLossPermille => "packet_loss_permille",
+        /// Bound of each replica's fixed clock skew.
+        ClockSkewMsMax => "clock_skew_ms_max",
+    }
+}

@@ -1,0 +1,40 @@
+//! The production worker, unchanged, as a simulated replica's worker.
+
+use std::sync::Arc;
+
+use retention_worker::{SeededJitter, Worker, WorkerConfig};
+
+use crate::model::TermSummary;
+use crate::world::{BoxFuture, SimClock, SimDeps, SimPort, SimulatedWorker, WorkerFactory};
+
+/// Builds the production worker for every replica.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RealWorker;
+
+impl WorkerFactory for RealWorker {
+    fn build(
+        &self,
+        owner: String,
+        config: WorkerConfig,
+        deps: SimDeps,
+    ) -> Arc<dyn SimulatedWorker> {
+        Arc::new(Worker::new(owner, config, deps).expect("the spec validated this config"))
+    }
+}
+
+impl SimulatedWorker for Worker<SimClock, SimPort, SimPort> {
+    fn serve<'a>(
+        &'a self,
+        jitter: SeededJitter,
+        on_term: &'a (dyn Fn(TermSummary) + Send + Sync),
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let mut jitter = jitter;
+            let _ = Worker::serve(self, &mut jitter, |report| on_term(report.into())).await;
+        })
+    }
+
+    fn stop(&self) -> BoxFuture<'_, ()> {
+        Box::pin(Worker::stop(self))
+    }
+}

@@ -1,0 +1,71 @@
+//! [`Sim`], the one way to build and run a world: a spec, the worker under
+//! test, and whether to record.
+
+use std::sync::Arc;
+
+use super::real::RealWorker;
+use super::variant::VariantFactory;
+use crate::model::{History, RunSpec, SpecError};
+use crate::world::{self, WorkerFactory};
+
+/// One run of a [`RunSpec`]: `Sim::new(&spec).run()` gives its history.
+///
+/// By default the replicas run the real worker, or the flawed variant
+/// `spec.flaw` names; [`Sim::factory`] puts your own worker in their place.
+#[derive(Clone)]
+pub struct Sim<'a> {
+    spec: &'a RunSpec,
+    factory: Option<Arc<dyn WorkerFactory>>,
+    recorded: bool,
+}
+
+impl<'a> Sim<'a> {
+    /// A run of `spec`, recorded, with the worker `spec.flaw` selects.
+    pub fn new(spec: &'a RunSpec) -> Self {
+        Self {
+            spec,
+            factory: None,
+            recorded: true,
+        }
+    }
+
+    /// Runs the workers `factory` builds instead; `spec.flaw` is ignored.
+    pub fn factory(mut self, factory: Arc<dyn WorkerFactory>) -> Self {
+        self.factory = Some(factory);
+        self
+    }
+
+    /// Whether to record the history (default on). Off, the history holds
+    /// only its header: the bare simulation, for measuring what recording
+    /// and checking cost.
+    pub fn recorded(mut self, recorded: bool) -> Self {
+        self.recorded = recorded;
+        self
+    }
+
+    /// Validates the spec, runs it in a fresh madsim runtime seeded with
+    /// `spec.seed`, and returns the history.
+    pub fn run(self) -> Result<History, SpecError> {
+        self.spec.validate()?;
+        let runtime = world::runtime(self.spec);
+        let (spec, factory) = (self.spec.clone(), self.worker_factory());
+        Ok(runtime.block_on(world::simulate(spec, factory, self.recorded)))
+    }
+
+    /// Like [`Sim::run`], inside the madsim runtime already running this
+    /// task, for callers that manage the runtime themselves (madsim's
+    /// determinism check).
+    pub async fn run_in_current_runtime(self) -> Result<History, SpecError> {
+        self.spec.validate()?;
+        let (spec, factory) = (self.spec.clone(), self.worker_factory());
+        Ok(world::simulate(spec, factory, self.recorded).await)
+    }
+
+    fn worker_factory(&self) -> Arc<dyn WorkerFactory> {
+        match (&self.factory, self.spec.flaw) {
+            (Some(factory), _) => factory.clone(),
+            (None, None) => Arc::new(RealWorker),
+            (None, Some(flaw)) => Arc::new(VariantFactory { flaw: Some(flaw) }),
+        }
+    }
+}

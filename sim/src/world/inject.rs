@@ -1,0 +1,75 @@
+//! The timed faults of a plan (pauses, crashes, stops) as they strike, and
+//! the wait for every `stop()` to resolve at the end of a run.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use madsim::runtime::Handle;
+
+use super::build::Replica;
+use super::recorder::Recorder;
+use crate::model::{Actor, EventKind, FaultEvent};
+
+pub(crate) async fn inject(
+    handle: &Handle,
+    replicas: &[Replica],
+    recorder: &Recorder,
+    event: FaultEvent,
+) {
+    let sleep_until = |at_ms: u64| {
+        let wait_ms = u64::try_from(i64::try_from(at_ms).unwrap_or(i64::MAX) - recorder.now_ms())
+            .unwrap_or(0);
+        madsim::time::sleep(Duration::from_millis(wait_ms))
+    };
+    let replica = &replicas[event.replica() as usize - 1];
+    let actor = Actor::Replica(replica.ctx.replica());
+    let term = || replica.ctx.ledger.term();
+    match event {
+        FaultEvent::Pause { at_ms, for_ms, .. } => {
+            sleep_until(at_ms).await;
+            recorder.record(actor, term(), EventKind::Paused { for_ms });
+            handle.pause(replica.node.id());
+            madsim::time::sleep(Duration::from_millis(for_ms)).await;
+            handle.resume(replica.node.id());
+            recorder.record(actor, term(), EventKind::Resumed);
+        }
+        FaultEvent::Crash {
+            at_ms,
+            restart_after_ms,
+            ..
+        } => {
+            sleep_until(at_ms).await;
+            recorder.record(actor, term(), EventKind::Crashed);
+            replica.ctx.alive.store(false, Ordering::Relaxed);
+            replica.ctx.stops_pending.store(0, Ordering::Relaxed);
+            replica.ctx.worker.lock().expect("worker slot").take();
+            handle.kill(replica.node.id());
+            madsim::time::sleep(Duration::from_millis(restart_after_ms)).await;
+            recorder.record(actor, term(), EventKind::Restarted);
+            replica.ctx.alive.store(true, Ordering::Relaxed);
+            replica.ctx.stops_pending.store(0, Ordering::Relaxed);
+            replica.ctx.worker.lock().expect("worker slot").take();
+            handle.restart(replica.node.id());
+        }
+        FaultEvent::Stop { at_ms, callers, .. } => {
+            sleep_until(at_ms).await;
+            replica.ctx.spawn_stops(callers);
+        }
+        FaultEvent::StopDuring { .. } | FaultEvent::CallFault { .. } => {}
+    }
+}
+
+/// Waits until every `stop()` spawned so far has resolved, or the bound.
+pub(crate) async fn settle_stops(replicas: &[Replica], recorder: &Recorder, bound_ms: u64) {
+    let deadline_ms = recorder.now_ms() + i64::try_from(bound_ms).unwrap_or(i64::MAX);
+    let pending = || {
+        replicas
+            .iter()
+            .filter(|r| r.ctx.alive.load(Ordering::Relaxed))
+            .map(|r| r.ctx.stops_pending.load(Ordering::Relaxed))
+            .sum::<u32>()
+    };
+    while pending() > 0 && recorder.now_ms() < deadline_ms {
+        madsim::time::sleep(Duration::from_millis(10)).await;
+    }
+}

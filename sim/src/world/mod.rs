@@ -1,0 +1,19 @@
+//! The madsim boundary: simulated clock, network messages, the replicas'
+//! port, the service nodes, the replica process and the fault schedule, put
+//! together into one world. Uses `model` and `calls`; the seam names what it
+//! needs from a worker.
+
+mod build;
+mod clock;
+mod inject;
+mod port;
+mod recorder;
+mod replica;
+mod seam;
+mod services;
+mod wire;
+
+pub use build::{runtime, simulate};
+pub use clock::SimClock;
+pub use port::SimPort;
+pub use seam::{BoxFuture, SimDeps, SimulatedWorker, WorkerFactory};

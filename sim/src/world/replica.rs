@@ -1,0 +1,118 @@
+//! A worker replica: what it keeps across crashes, the `stop()` callers it
+//! spawns, and its process, which serves terms with a fresh worker.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use madsim::net::Endpoint;
+use madsim::runtime::Handle;
+use madsim::task::NodeId;
+use retention_worker::{Dependencies, SeededJitter, WorkerConfig};
+
+use super::clock::SimClock;
+use super::port::SimPort;
+use super::recorder::Recorder;
+use super::seam::{SimulatedWorker, WorkerFactory};
+use crate::calls::{CallLedger, FaultDraws};
+use crate::model::{EventKind, OpKind, TermSummary};
+
+/// What a replica keeps across crashes: its identity, its calls and fault
+/// draws, and the handle to its current worker.
+pub(crate) struct ReplicaCtx {
+    pub recorder: Arc<Recorder>,
+    pub ledger: CallLedger,
+    pub draws: FaultDraws,
+    pub rpc_timeout_ms: u64,
+    /// (op, nth call, callers): stop the replica when that call is issued.
+    pub stop_triggers: Vec<(OpKind, u32, u32)>,
+    pub worker: Mutex<Option<Arc<dyn SimulatedWorker>>>,
+    /// The replica's node, so that stop callers run (and pause, and die)
+    /// with the process they stop.
+    pub node: Mutex<Option<NodeId>>,
+    /// False between a crash and the restart.
+    pub alive: AtomicBool,
+    pub stop_callers: AtomicU32,
+    /// Stop calls spawned and not yet resolved.
+    pub stops_pending: AtomicU32,
+    /// Stop calls that arrived while no worker existed (after a crash,
+    /// before the restarted process built its worker).
+    pub stops_deferred: AtomicU32,
+}
+
+impl ReplicaCtx {
+    pub fn replica(&self) -> u32 {
+        self.ledger.replica()
+    }
+
+    pub fn record(&self, kind: EventKind) {
+        self.recorder
+            .record(self.ledger.actor(), self.ledger.term(), kind);
+    }
+
+    /// Starts `callers` concurrent `stop()` calls on this replica's current
+    /// worker, as tasks of the replica's node.
+    pub fn spawn_stops(self: &Arc<Self>, callers: u32) {
+        let Some(worker) = self.worker.lock().expect("worker slot").clone() else {
+            // The process is starting: it stops as soon as its worker exists.
+            self.stops_deferred.fetch_add(callers, Ordering::Relaxed);
+            return;
+        };
+        if !self.alive.load(Ordering::Relaxed) {
+            return;
+        }
+        // A fresh handle: one taken before a restart spawns into the dead
+        // incarnation, whose tasks never run.
+        let id = self.node.lock().expect("node slot").expect("set at start");
+        let node = Handle::current().get_node(id).expect("the node exists");
+        for _ in 0..callers {
+            let caller = self.stop_callers.fetch_add(1, Ordering::Relaxed) + 1;
+            self.stops_pending.fetch_add(1, Ordering::Relaxed);
+            let (ctx, worker) = (self.clone(), worker.clone());
+            node.spawn(async move {
+                // Recorded when the call really starts: on a paused node
+                // that is only after the resume.
+                ctx.record(EventKind::StopCalled { caller });
+                worker.stop().await;
+                ctx.record(EventKind::StopResolved { caller });
+                ctx.stops_pending.fetch_sub(1, Ordering::Relaxed);
+            });
+        }
+    }
+
+    /// Stops the replica if the plan says so when it issues the `nth` call
+    /// of `op`.
+    pub fn fire_stop_triggers(self: &Arc<Self>, op: OpKind, nth: u32) {
+        for &(trigger_op, trigger_nth, callers) in &self.stop_triggers {
+            if (trigger_op, trigger_nth) == (op, nth) {
+                self.spawn_stops(callers);
+            }
+        }
+    }
+}
+
+/// A replica process: a fresh worker serving terms until stopped. It then
+/// idles, so that stop callers still running on this node can finish.
+pub(crate) async fn replica_process(
+    ctx: Arc<ReplicaCtx>,
+    factory: Arc<dyn WorkerFactory>,
+    clock: SimClock,
+    config: WorkerConfig,
+    jitter_seed: u64,
+) {
+    let endpoint = Arc::new(Endpoint::bind("0.0.0.0:0").await.expect("bind a replica"));
+    let port = SimPort::new(ctx.clone(), endpoint);
+    let deps = Dependencies {
+        clock,
+        leases: port.clone(),
+        records: port,
+    };
+    let worker = factory.build(format!("r{}", ctx.replica()), config, deps);
+    *ctx.worker.lock().expect("worker slot") = Some(worker.clone());
+    let deferred = ctx.stops_deferred.swap(0, Ordering::Relaxed);
+    if deferred > 0 {
+        ctx.spawn_stops(deferred);
+    }
+    let on_term = |term: TermSummary| ctx.record(term.into());
+    worker.serve(SeededJitter::new(jitter_seed), &on_term).await;
+    std::future::pending::<()>().await;
+}
