@@ -2,6 +2,8 @@
 
 use std::process::Command;
 
+use retention_sim::model::HISTORY_FORMAT_VERSION;
+
 fn sim(args: &[&str]) -> (i32, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_sim"))
         .args(args)
@@ -236,6 +238,18 @@ fn check_judges_a_recorded_history_file() {
     std::fs::write(&edited, "{\"seed\": 1}\n").unwrap();
     let (code, _, err) = sim(&["check", edited.to_str().unwrap()]);
     assert_eq!(code, 2);
-    assert!(err.contains("edited.jsonl: line 1: header"), "{err}");
+    assert!(err.contains("edited.jsonl: line 1: header: no format_version"), "{err}");
+
+    // A history of another format version is refused by name, not misread.
+    let version = format!("\"format_version\":{HISTORY_FORMAT_VERSION}");
+    assert!(text.lines().next().unwrap().contains(&version), "{text}");
+    std::fs::write(&edited, text.replacen(&version, "\"format_version\":1", 1)).unwrap();
+    let (code, _, err) = sim(&["check", edited.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("edited.jsonl: line 1: header: format_version 1 is not supported")
+            && err.contains(&format!("reads version {HISTORY_FORMAT_VERSION} only")),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

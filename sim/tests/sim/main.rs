@@ -1,11 +1,13 @@
 //! The simulator's integration tests, one binary.
 
 mod api;
+mod architecture;
 mod checker;
 mod cli;
 mod determinism;
 mod flaws;
 mod model;
+mod names;
 mod properties;
 mod replay;
 mod scenarios;

@@ -1,0 +1,147 @@
+//! The simulator's layering, read from its source: each layer folder uses
+//! only the layers `lib.rs` says it may, so the top-level modules never
+//! import each other in a circle, and only the madsim boundary and the
+//! worker under test touch madsim.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Layer order, and what each layer may use, as `lib.rs` documents it.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("model", &[]),
+    ("checker", &["model"]),
+    ("calls", &["model"]),
+    ("world", &["model", "calls"]),
+    ("subject", &["model", "world"]),
+    ("report", &["model", "checker"]),
+    ("search", &["model", "checker", "calls", "world", "subject", "report"]),
+];
+
+/// Layers that run on any runtime: madsim is not theirs to name.
+const RUNTIME_FREE: &[&str] = &["model", "checker", "calls", "report"];
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.expect("a directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The code of a file without its comments, so that docs may name layers.
+fn code_of(text: &str) -> String {
+    text.lines()
+        .map(|line| match line.find("//") {
+            Some(at) => &line[..at],
+            None => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every `crate::NAME` (also `$crate::NAME`) a piece of code names.
+fn crate_paths(code: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("crate::") {
+        let after = &rest[at + "crate::".len()..];
+        let name: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if !name.is_empty() {
+            found.push(name);
+        }
+        rest = after;
+    }
+    found
+}
+
+/// Each layer's files: the top-level folder (or file) under `src`.
+fn files_by_layer() -> BTreeMap<String, Vec<PathBuf>> {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut by_layer: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for file in files {
+        let relative = file.strip_prefix(src()).expect("under src");
+        let top = relative.components().next().expect("a component");
+        let top = top.as_os_str().to_string_lossy().trim_end_matches(".rs").to_owned();
+        by_layer.entry(top).or_default().push(file);
+    }
+    by_layer
+}
+
+#[test]
+fn every_top_level_module_is_a_layer_folder() {
+    let by_layer = files_by_layer();
+    let mut tops: Vec<&str> = by_layer.keys().map(String::as_str).collect();
+    tops.retain(|top| !matches!(*top, "lib" | "bin"));
+    let mut layers: Vec<&str> = LAYERS.iter().map(|(name, _)| *name).collect();
+    layers.sort_unstable();
+    assert_eq!(tops, layers, "sim/src holds exactly the layer folders");
+    let lib = std::fs::read_to_string(src().join("lib.rs")).expect("lib.rs");
+    let declared: Vec<&str> = lib
+        .lines()
+        .filter_map(|line| line.strip_prefix("pub mod "))
+        .map(|rest| rest.trim_end_matches(';'))
+        .collect();
+    let in_order: Vec<&str> = LAYERS.iter().map(|(name, _)| *name).collect();
+    assert_eq!(declared, in_order, "lib.rs declares the layers in layer order");
+    for (layer, _) in LAYERS {
+        let mod_rs = src().join(layer).join("mod.rs");
+        let text = std::fs::read_to_string(&mod_rs).expect("a layer's mod.rs");
+        assert!(
+            text.starts_with("//! "),
+            "{}: opens with a //! line saying what the layer is",
+            mod_rs.display()
+        );
+    }
+}
+
+#[test]
+fn layers_use_only_the_layers_before_them() {
+    for (index, (layer, allowed)) in LAYERS.iter().enumerate() {
+        let earlier: Vec<&str> = LAYERS[..index].iter().map(|(name, _)| *name).collect();
+        for used in *allowed {
+            assert!(
+                earlier.contains(used),
+                "the table lets {layer} use {used}, which is not before it"
+            );
+        }
+    }
+    let mut broken = Vec::new();
+    for (layer, files) in files_by_layer() {
+        let Some((_, allowed)) = LAYERS.iter().find(|(name, _)| *name == layer) else {
+            continue;
+        };
+        for file in files {
+            let code = code_of(&std::fs::read_to_string(&file).expect("readable"));
+            for used in crate_paths(&code) {
+                if used != layer && !allowed.contains(&used.as_str()) {
+                    broken.push(format!("{}: uses crate::{used}", file.display()));
+                }
+            }
+            if RUNTIME_FREE.contains(&layer.as_str()) && code.contains("madsim") {
+                broken.push(format!("{}: names madsim", file.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "layering broken:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn the_reader_finds_cross_layer_paths() {
+    let code = code_of("use crate::model::{A, B};\nlet x = $crate::world::f(); // crate::search");
+    assert_eq!(crate_paths(&code), ["model", "world"]);
+}
