@@ -8,14 +8,11 @@
 //! two so drift on a shared machine hits both; each round starts from a
 //! freshly filled and vacuumed table. Figures are medians over rounds.
 
-#[allow(dead_code)]
-#[path = "../tests/real/server.rs"]
-mod server;
-
 use std::time::Instant;
 
 use retention_worker::pg::{DELETE_OLDEST, PgLeaseService, PgOptions, PgRecords, Pool};
 use retention_worker::{LeaseService, RecordsRepository};
+use test_support::TempServer;
 
 const ROWS_PER_ROUND: i64 = 40_000;
 const ROUNDS: usize = 5;
@@ -84,7 +81,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let server = server::TempServer::start();
+    let server = TempServer::start();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

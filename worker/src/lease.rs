@@ -5,7 +5,7 @@ use std::fmt;
 /// A grant of leadership from the lease service.
 ///
 /// The lease service rotates `fencing_token` on every successful acquire and
-/// renew, so a larger token always means a newer grant (CONTRACT: lease model).
+/// renew, so a larger token always means a newer grant (`worker/CONTRACT.md`).
 /// `expires_at_ms` is on the lease service's clock, which the worker's own
 /// clock may disagree with; [`crate::WorkerConfig::expiry_margin_ms`] absorbs
 /// that skew.
@@ -100,3 +100,32 @@ impl fmt::Display for CallError {
 }
 
 impl std::error::Error for CallError {}
+
+/// Why the repository refused a delete (FEN-2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FenceRejection {
+    /// Nobody holds the lease.
+    NoHolder,
+    /// The token is not the current holder's.
+    StaleToken {
+        /// The token that would have been accepted.
+        current_token: u64,
+    },
+    /// The token is current but its lease has expired.
+    Expired {
+        /// When the lease expired.
+        expires_at_ms: i64,
+    },
+}
+
+impl fmt::Display for FenceRejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoHolder => write!(f, "no lease is held"),
+            Self::StaleToken { current_token } => {
+                write!(f, "stale token (current is {current_token})")
+            }
+            Self::Expired { expires_at_ms } => write!(f, "lease expired at {expires_at_ms} ms"),
+        }
+    }
+}

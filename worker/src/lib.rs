@@ -16,11 +16,11 @@
 //! | REN-2 | every renewal sends the latest lease; only a newer token replaces it | `term.rs`, `state.rs` |
 //! | REN-3 | null, failure, or no answer by expiry all take the one loss path; no delete or renewal after it | `state.rs` |
 //! | FEN-1 | every delete reads the latest stored token just before it is issued | `term.rs` |
-//! | FEN-2 | the repository checks the token atomically with the delete (system level) | [`memory`], `pg` (`records.rs`) |
+//! | FEN-2 | the repository checks the token atomically with the delete (system level) | `memory`, `pg` (`records.rs`) |
 //! | CUT-1 | one cutoff per term, computed once after acquire | `term.rs` |
 //! | CAP-1 | batches of at most `batch_size` and the remaining allowance; the term ends at the cap or a short batch | `term.rs`, `config.rs` |
 //! | REL-1 | release reads the latest stored lease, and only after acquire | `term.rs` |
-//! | REL-2 | release is compare-and-set in the lease service | [`LeaseService::release`], [`memory`], `pg` (`lease.rs`) |
+//! | REL-2 | release is compare-and-set in the lease service | [`LeaseService::release`], `memory`, `pg` (`lease.rs`) |
 //! | REL-3 | one exit path releases after normal end, delete failure and stop; not after a null renewal | `term.rs` |
 //! | STP-1 | after `stop()` no acquire, renew or delete begins | `term.rs`, `state.rs` |
 //! | STP-2 | `stop()` ends renewal scheduling | `term.rs` |
@@ -98,18 +98,23 @@
 //! - `watched.rs`: a value tasks wait on, woken in a fixed order.
 //! - `term.rs`: one term: acquire, the delete loop, the renewal loop, release.
 //! - `worker.rs`: [`Worker`]: `new`, `run`, `stop`, `serve`.
-//! - [`memory`]: in-memory reference models of the lease service and the
-//!   repository.
-//! - `pg` (feature `postgres`): the PostgreSQL adapters, a wall clock on
-//!   tokio, and the runner behind the `retention-worker` binary.
+//! - `memory` (feature `models`): in-memory reference models of the lease
+//!   service and the repository, for tests, simulations and demos.
+//! - `pg` (feature `postgres`): the PostgreSQL adapters and a wall clock on
+//!   tokio.
+//! - `runner` (feature `runner`): flags and environment to a worker on
+//!   PostgreSQL, what the `retention-worker` binary runs.
 //!
 //! The worker is runtime-agnostic (it only needs the injected clock) and
 //! deterministic: it reads no wall clock, draws no randomness of its own and
 //! resolves every race between timers and events in a fixed order.
 
+#[cfg(feature = "models")]
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod pg;
+#[cfg(feature = "runner")]
+pub mod runner;
 
 mod config;
 mod lease;
@@ -121,7 +126,7 @@ mod watched;
 mod worker;
 
 pub use config::{ConfigError, MAX_BATCH_SIZE, MAX_TERM_ROW_CAP, WorkerConfig};
-pub use lease::{CallError, CallErrorKind, Lease};
+pub use lease::{CallError, CallErrorKind, FenceRejection, Lease};
 pub use ports::{Clock, Jitter, LeaseService, RecordsRepository, SeededJitter};
 pub use report::{LossCause, ReleaseOutcome, RunError, ServeSummary, TermEnd, TermReport};
 pub use worker::{Dependencies, Worker};

@@ -1,14 +1,14 @@
 //! In-memory reference models of the lease service and the records repository,
-//! exactly as CONTRACT.md defines them, for tests, simulations and demos.
+//! exactly as `worker/CONTRACT.md` defines them, for tests, simulations and demos.
 //!
 //! [`LeaseTable`] and [`RecordTable`] are plain state machines that take the
 //! time as an argument; [`InMemoryBackend`] wraps both behind the worker's
 //! traits, with FEN-2 checked in the same critical section as the delete.
 
 use std::collections::BTreeSet;
-use std::fmt;
 use std::sync::Mutex;
 
+pub use crate::FenceRejection;
 use crate::{CallError, Clock, Lease, LeaseService, RecordsRepository};
 
 /// The lease service model: one global token counter, bumped on every
@@ -90,35 +90,6 @@ impl LeaseTable {
         };
         self.holder = Some(lease.clone());
         lease
-    }
-}
-
-/// Why the repository refused a delete (FEN-2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FenceRejection {
-    /// Nobody holds the lease.
-    NoHolder,
-    /// The token is not the current holder's.
-    StaleToken {
-        /// The token that would have been accepted.
-        current_token: u64,
-    },
-    /// The token is current but its lease has expired.
-    Expired {
-        /// When the lease expired.
-        expires_at_ms: i64,
-    },
-}
-
-impl fmt::Display for FenceRejection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NoHolder => write!(f, "no lease is held"),
-            Self::StaleToken { current_token } => {
-                write!(f, "stale token (current is {current_token})")
-            }
-            Self::Expired { expires_at_ms } => write!(f, "lease expired at {expires_at_ms} ms"),
-        }
     }
 }
 

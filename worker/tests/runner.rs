@@ -2,20 +2,17 @@
 //! worker, and the process exits only after the term settled and the lease
 //! was released. Needs PostgreSQL's server binaries (see the README).
 
-#![cfg(feature = "postgres")]
-
-#[allow(dead_code)]
-#[path = "../../sim/tests/real/server.rs"]
-mod server;
+#![cfg(feature = "runner")]
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use retention_worker::pg::{PgLeaseService, PgOptions};
+use test_support::TempServer;
 
 #[test]
 fn sigterm_stops_after_the_term_settles_and_the_lease_is_released() {
-    let server = server::TempServer::start();
+    let server = TempServer::start();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -1,6 +1,6 @@
-//! Checks a [`History`] against every clause of the contract, plus data
-//! safety and liveness. It reads only the history, so histories recorded
-//! from real runs can be checked the same way.
+//! The checker: judges a [`History`] against every clause of the contract,
+//! plus data safety and liveness. Uses only `model`, so histories recorded
+//! from real runs are checked the same way.
 
 mod replica;
 mod service;
@@ -9,8 +9,9 @@ use std::fmt;
 
 use crate::model::History;
 
-/// Every clause the checker checks, in report order. CONTRACT.md's clauses,
-/// then data safety (DATA-*), report honesty (RPT-1) and liveness (LIVE-*).
+/// Every clause the checker checks, in report order: `worker/CONTRACT.md`'s
+/// clauses, then data safety (DATA-*), report honesty (RPT-1) and liveness
+/// (LIVE-*).
 pub const CLAUSES: &[(&str, &str)] = &[
     (
         "ACQ-1",

@@ -205,7 +205,7 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
         },
     );
 
-    // Free every task before the runtime ends (MADSIM-NOTES, trap 4).
+    // Free every task before the runtime ends (sim/MADSIM.md, pending tasks).
     let replica_nodes = replicas.iter().map(|r| &r.node);
     for node in service_nodes
         .iter()

@@ -4,14 +4,12 @@
 use std::time::Duration;
 
 use clap::Parser;
-use retention_worker::pg::{
-    PgLeaseService, PgOptions, PgRecords, RunnerConfig, RunnerOutcome, default_owner_id, migrate,
-    run_runner,
-};
+use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords, migrate};
+use retention_worker::runner::{RunnerConfig, RunnerOutcome, default_owner_id, run_runner};
 use retention_worker::{CallErrorKind, LeaseService, RecordsRepository, ReleaseOutcome, TermEnd};
 
 use crate::runtime;
-use crate::server::TempServer;
+use test_support::TempServer;
 
 const DAY_MS: i64 = 86_400_000;
 

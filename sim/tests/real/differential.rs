@@ -15,7 +15,7 @@ use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords, Pool};
 use retention_worker::{CallErrorKind, Lease};
 
 use crate::runtime;
-use crate::server::TempServer;
+use test_support::TempServer;
 
 const TTL_MS: u64 = 1_000;
 const OWNERS: [&str; 3] = ["a", "b", "c"];

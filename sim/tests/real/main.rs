@@ -3,12 +3,12 @@
 //! database (differential), and three replicas on tokio whose history the
 //! simulator's checker judges.
 //!
-//! Map: `server.rs` starts a throwaway server per test (installing Debian's
-//! package if the binaries are missing, failing with the command otherwise);
-//! `adapters.rs` and `differential.rs` test the adapters and runner;
+//! Map: `test_support::TempServer` (`worker/test-support`) starts a
+//! throwaway server per test (installing Debian's package if the binaries
+//! are missing, failing with the command otherwise); `adapters.rs` and `differential.rs` test the adapters and runner;
 //! `real_mode.rs` is the real-mode test, `world.rs` its run and phases,
 //! `replica.rs` a replica's lifecycle, `port.rs` the recording, faulty view
-//! of the adapters, `faults.rs` the fault draws and the freeze, `log.rs` the
+//! of the adapters, `faults.rs` the freeze (fault draws are `retention_sim::calls`), `log.rs` the
 //! history log.
 
 mod adapters;
@@ -18,7 +18,6 @@ mod log;
 mod port;
 mod real_mode;
 mod replica;
-mod server;
 mod world;
 
 /// A multi-threaded tokio runtime for one test.

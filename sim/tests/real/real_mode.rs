@@ -22,8 +22,8 @@ use retention_sim::check;
 use retention_sim::model::{EventKind, FailureKind, History, Outcome};
 use retention_sim::report::excerpt;
 
-use crate::server::TempServer;
 use crate::world::{FAULTY_MS, REPLICAS, Run, insert_arrivals};
+use test_support::TempServer;
 
 #[test]
 fn three_replicas_on_postgresql_keep_every_clause_under_faults() {

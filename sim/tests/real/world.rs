@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 use crate::faults::InFlight;
 use crate::log::{Log, wall_us};
 use crate::replica::{Replica, Shared};
-use crate::server::TempServer;
+use test_support::TempServer;
 
 pub const REPLICAS: u32 = 3;
 const RETENTION_MS: u64 = 3_000;

@@ -14,7 +14,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("world", &["model", "calls"]),
     ("subject", &["model", "world"]),
     ("report", &["model", "checker"]),
-    ("search", &["model", "checker", "calls", "world", "subject", "report"]),
+    (
+        "search",
+        &["model", "checker", "calls", "world", "subject", "report"],
+    ),
 ];
 
 /// Layers that run on any runtime: madsim is not theirs to name.
@@ -76,7 +79,11 @@ fn files_by_layer() -> BTreeMap<String, Vec<PathBuf>> {
     for file in files {
         let relative = file.strip_prefix(src()).expect("under src");
         let top = relative.components().next().expect("a component");
-        let top = top.as_os_str().to_string_lossy().trim_end_matches(".rs").to_owned();
+        let top = top
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_owned();
         by_layer.entry(top).or_default().push(file);
     }
     by_layer
@@ -97,7 +104,10 @@ fn every_top_level_module_is_a_layer_folder() {
         .map(|rest| rest.trim_end_matches(';'))
         .collect();
     let in_order: Vec<&str> = LAYERS.iter().map(|(name, _)| *name).collect();
-    assert_eq!(declared, in_order, "lib.rs declares the layers in layer order");
+    assert_eq!(
+        declared, in_order,
+        "lib.rs declares the layers in layer order"
+    );
     for (layer, _) in LAYERS {
         let mod_rs = src().join(layer).join("mod.rs");
         let text = std::fs::read_to_string(&mod_rs).expect("a layer's mod.rs");

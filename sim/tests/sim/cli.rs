@@ -238,7 +238,10 @@ fn check_judges_a_recorded_history_file() {
     std::fs::write(&edited, "{\"seed\": 1}\n").unwrap();
     let (code, _, err) = sim(&["check", edited.to_str().unwrap()]);
     assert_eq!(code, 2);
-    assert!(err.contains("edited.jsonl: line 1: header: no format_version"), "{err}");
+    assert!(
+        err.contains("edited.jsonl: line 1: header: no format_version"),
+        "{err}"
+    );
 
     // A history of another format version is refused by name, not misread.
     let version = format!("\"format_version\":{HISTORY_FORMAT_VERSION}");

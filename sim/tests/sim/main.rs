@@ -5,6 +5,7 @@ mod architecture;
 mod checker;
 mod cli;
 mod determinism;
+mod docs;
 mod flaws;
 mod model;
 mod names;

@@ -33,7 +33,12 @@ fn names_agree_everywhere() {
 #[test]
 fn fault_knobs_are_the_config_fields() {
     let config = serde_json::to_value(FaultConfig::default()).unwrap();
-    let fields: Vec<&str> = config.as_object().unwrap().keys().map(String::as_str).collect();
+    let fields: Vec<&str> = config
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     let mut names = FaultKnob::names();
     names.sort_unstable();
     assert_eq!(fields, names, "one knob per FaultConfig field");
@@ -41,11 +46,19 @@ fn fault_knobs_are_the_config_fields() {
         let mut faults = FaultConfig::default();
         faults.set(knob, index as u64 + 1).unwrap();
         let value = serde_json::to_value(&faults).unwrap();
-        assert_eq!(value[knob.name()], index as u64 + 1, "{knob} sets its own field");
+        assert_eq!(
+            value[knob.name()],
+            index as u64 + 1,
+            "{knob} sets its own field"
+        );
         assert_eq!(faults.get(knob), index as u64 + 1);
     }
     let mut faults = FaultConfig::default();
     let refused = faults.set(FaultKnob::RejectPermille, 1_001).unwrap_err();
     assert_eq!(refused, "1001 is above 1000 per mille");
-    assert_eq!(faults, FaultConfig::default(), "a refused value changes nothing");
+    assert_eq!(
+        faults,
+        FaultConfig::default(),
+        "a refused value changes nothing"
+    );
 }

@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use retention_worker::pg::{RunnerConfig, run_runner};
+use retention_worker::runner::{RunnerConfig, run_runner};
 
 #[tokio::main]
 async fn main() -> ExitCode {

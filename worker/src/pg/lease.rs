@@ -40,7 +40,7 @@ const RELEASE: &str = "
         WHERE name = $1 AND owner = $2 AND token = $3 AND expires_at_ms = $4
     RETURNING retention_now_us()";
 
-/// The CONTRACT lease service on a `retention_lease` row.
+/// The lease service of `worker/CONTRACT.md` on a `retention_lease` row.
 #[derive(Debug, Clone)]
 pub struct PgLeaseService {
     pool: Pool,

@@ -1,16 +1,15 @@
-//! PostgreSQL adapters for the worker's ports, a wall clock on tokio, and
-//! the deployable runner (cargo feature `postgres`).
+//! PostgreSQL adapters for the worker's ports and a wall clock on tokio
+//! (cargo feature `postgres`); the runner that deploys them is `runner`.
 //!
 //! Map of the module:
 //! - `schema.rs`: [`migrate`] applies the shipped migrations
 //!   (`worker/migrations/*.sql`), once, under an advisory lock.
-//! - `lease.rs`: [`PgLeaseService`], the CONTRACT lease on one table row.
+//! - `lease.rs`: [`PgLeaseService`], the lease service of `worker/CONTRACT.md` on one
+//!   table row.
 //! - `records.rs`: [`PgRecords`], the fenced delete (FEN-2) in one
 //!   transaction.
 //! - `clock.rs`: [`SystemClock`], the worker's clock on the wall clock and
 //!   tokio timers.
-//! - `runner.rs`: [`RunnerConfig`] and [`run_runner`], what the
-//!   `retention-worker` binary runs.
 //!
 //! Every call is bounded by [`PgOptions::call_timeout_ms`] and maps failures
 //! to [`CallError`]: no connection or a statement the server refused is
@@ -20,7 +19,6 @@
 mod clock;
 mod lease;
 mod records;
-mod runner;
 mod schema;
 
 use std::fmt;
@@ -31,12 +29,9 @@ pub use clock::SystemClock;
 pub use deadpool_postgres::Pool;
 pub use lease::PgLeaseService;
 pub use records::{DELETE_OLDEST, DeletedRow, PgRecords};
-pub use runner::{
-    RunnerConfig, RunnerError, RunnerOutcome, default_owner_id, jitter_seed, run_runner,
-};
 pub use schema::{MIGRATIONS, migrate};
 
-use crate::CallError;
+use crate::{CallError, WorkerConfig};
 
 /// Settings shared by both adapters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,7 +40,7 @@ pub struct PgOptions {
     /// `"retention"`.
     pub lease_name: String,
     /// TTL of every granted lease, timed by the database's clock.
-    /// Default: 30 s (the worker's default `lease_ttl_ms`).
+    /// Default: [`WorkerConfig::default`]'s `lease_ttl_ms` (30 s).
     pub lease_ttl_ms: u64,
     /// A call with no answer after this long fails as ambiguous. Default: 5 s.
     pub call_timeout_ms: u64,
@@ -55,7 +50,7 @@ impl Default for PgOptions {
     fn default() -> Self {
         Self {
             lease_name: "retention".to_owned(),
-            lease_ttl_ms: 30_000,
+            lease_ttl_ms: WorkerConfig::default().lease_ttl_ms,
             call_timeout_ms: 5_000,
         }
     }

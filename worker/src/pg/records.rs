@@ -2,7 +2,7 @@
 //! token guards in the same transaction (FEN-2).
 
 use super::{Applied, PgOptions, Pool, bounded, client, db_error, from_sql_u64, to_sql_i64};
-use crate::memory::FenceRejection;
+use crate::FenceRejection;
 use crate::{CallError, RecordsRepository};
 
 // Why a lock and not `DELETE ... WHERE EXISTS (SELECT 1 FROM retention_lease
@@ -56,8 +56,8 @@ pub struct DeletedRow {
     pub id: u64,
 }
 
-/// The CONTRACT records repository on `retention_records`, fenced by the
-/// `retention_lease` row of the same database.
+/// The records repository of `worker/CONTRACT.md` on `retention_records`,
+/// fenced by the `retention_lease` row of the same database.
 #[derive(Debug, Clone)]
 pub struct PgRecords {
     pool: Pool,

@@ -1,5 +1,7 @@
-//! A throwaway PostgreSQL server for one test: `initdb` in a temporary
-//! folder, a free port on 127.0.0.1, stopped and deleted on drop.
+//! Test support for the workspace: [`TempServer`], a throwaway PostgreSQL
+//! server for one test (`initdb` in a temporary folder, a free port on
+//! 127.0.0.1, stopped and deleted on drop). Tests that need a database start
+//! their own; none is skipped because the server binaries are missing.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

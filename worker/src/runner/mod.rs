@@ -1,5 +1,9 @@
-//! The deployable runner: flags and environment to a worker on PostgreSQL,
-//! terms on a schedule or once, and a shutdown that waits for the release.
+//! The deployable runner (cargo feature `runner`): flags and environment to
+//! a worker on the PostgreSQL adapters, terms on a schedule or once, and a
+//! shutdown that waits for the release. The process and its signals live in
+//! the `retention-worker` binary; `flags.rs` holds [`RunnerConfig`].
+
+mod flags;
 
 use std::fmt;
 use std::future::Future;
@@ -8,112 +12,12 @@ use std::sync::Arc;
 use futures_util::future::{Either, select};
 use tracing::{info, warn};
 
-use super::{PgLeaseService, PgOptions, PgRecords, SetupError, SystemClock, connect_pool, migrate};
+pub use flags::{RunnerConfig, default_owner_id};
+
+use crate::pg::{PgLeaseService, PgRecords, SetupError, SystemClock, connect_pool, migrate};
 use crate::{
     ConfigError, Dependencies, RunError, SeededJitter, ServeSummary, TermEnd, TermReport, Worker,
-    WorkerConfig,
 };
-
-/// What the runner does, from flags or the environment (flags win). The
-/// defaults are [`WorkerConfig::default`]'s and [`PgOptions::default`]'s.
-#[derive(Debug, Clone, clap::Parser)]
-#[command(name = "retention-worker", version, about, args_override_self = true)]
-#[non_exhaustive]
-pub struct RunnerConfig {
-    /// PostgreSQL to connect to: `postgres://user:pass@host:port/db`.
-    #[arg(long, env = "DATABASE_URL")]
-    pub database_url: String,
-    /// This replica's lease owner id; unique per replica. Default: the host
-    /// name and process id.
-    #[arg(long, env = "RETENTION_OWNER_ID")]
-    pub owner_id: Option<String>,
-    /// The lease row replicas compete for.
-    #[arg(long, env = "RETENTION_LEASE_NAME", default_value = "retention")]
-    pub lease_name: String,
-    /// Delete rows older than this (30 days by default).
-    #[arg(long, env = "RETENTION_MS", default_value_t = 2_592_000_000)]
-    pub retention_ms: u64,
-    /// Rows per delete, 1..=200.
-    #[arg(long, env = "RETENTION_BATCH_SIZE", default_value_t = 200)]
-    pub batch_size: u32,
-    /// Rows per term, 1..=1000.
-    #[arg(long, env = "RETENTION_TERM_ROW_CAP", default_value_t = 1_000)]
-    pub term_row_cap: u32,
-    /// TTL of granted leases, timed by the database's clock.
-    #[arg(long, env = "RETENTION_LEASE_TTL_MS", default_value_t = 30_000)]
-    pub lease_ttl_ms: u64,
-    /// Pause between one renewal's answer and the next renewal.
-    #[arg(long, env = "RETENTION_RENEW_INTERVAL_MS", default_value_t = 10_000)]
-    pub renew_interval_ms: u64,
-    /// No delete starts this close to the lease's expiry.
-    #[arg(long, env = "RETENTION_EXPIRY_MARGIN_MS", default_value_t = 2_000)]
-    pub expiry_margin_ms: u64,
-    /// Pause between terms.
-    #[arg(long, env = "RETENTION_TERM_INTERVAL_MS", default_value_t = 60_000)]
-    pub term_interval_ms: u64,
-    /// Pause after a term that lost leadership.
-    #[arg(long, env = "RETENTION_LOSS_BACKOFF_MS", default_value_t = 30_000)]
-    pub loss_backoff_ms: u64,
-    /// Up to this much random delay is added to every pause.
-    #[arg(long, env = "RETENTION_TERM_JITTER_MS_MAX", default_value_t = 5_000)]
-    pub term_jitter_ms_max: u64,
-    /// A database call with no answer after this long counts as ambiguous.
-    #[arg(long, env = "RETENTION_CALL_TIMEOUT_MS", default_value_t = 5_000)]
-    pub call_timeout_ms: u64,
-    /// Connections in the pool (a term uses two at most: renew and delete).
-    #[arg(long, env = "RETENTION_POOL_SIZE", default_value_t = 4)]
-    pub pool_size: usize,
-    /// Run one term and exit (for cron): exit status 0 unless the term failed.
-    #[arg(long)]
-    pub once: bool,
-    /// Do not apply the shipped migrations at start.
-    #[arg(long, env = "RETENTION_SKIP_MIGRATIONS")]
-    pub skip_migrations: bool,
-}
-
-impl RunnerConfig {
-    /// The worker's configuration these flags describe.
-    pub fn worker_config(&self) -> WorkerConfig {
-        WorkerConfig {
-            batch_size: self.batch_size,
-            term_row_cap: self.term_row_cap,
-            retention_ms: self.retention_ms,
-            lease_ttl_ms: self.lease_ttl_ms,
-            renew_interval_ms: self.renew_interval_ms,
-            expiry_margin_ms: self.expiry_margin_ms,
-            term_interval_ms: self.term_interval_ms,
-            loss_backoff_ms: self.loss_backoff_ms,
-            term_jitter_ms_max: self.term_jitter_ms_max,
-        }
-    }
-
-    /// The adapters' options these flags describe.
-    pub fn pg_options(&self) -> PgOptions {
-        PgOptions {
-            lease_name: self.lease_name.clone(),
-            lease_ttl_ms: self.lease_ttl_ms,
-            call_timeout_ms: self.call_timeout_ms,
-        }
-    }
-
-    /// The lease owner id: `--owner-id`, or [`default_owner_id`] of this
-    /// host and process.
-    pub fn owner(&self) -> String {
-        self.owner_id.clone().unwrap_or_else(|| {
-            let host = std::env::var("HOSTNAME")
-                .ok()
-                .or_else(|| std::fs::read_to_string("/etc/hostname").ok());
-            default_owner_id(host.as_deref(), std::process::id())
-        })
-    }
-}
-
-/// `host-pid`, or `replica-pid` when the host name is unknown or blank: two
-/// replicas on one host still differ.
-pub fn default_owner_id(host: Option<&str>, pid: u32) -> String {
-    let host = host.map(str::trim).filter(|name| !name.is_empty());
-    format!("{}-{pid}", host.unwrap_or("replica"))
-}
 
 /// What the runner did.
 #[derive(Debug, Clone, PartialEq, Eq)]
