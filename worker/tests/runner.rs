@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use retention_worker::pg::{PgLeaseService, PgOptions};
-use test_support::TempServer;
+use test_support::{TempServer, rows_left};
 
 #[test]
 fn sigterm_stops_after_the_term_settles_and_the_lease_is_released() {
@@ -64,14 +64,7 @@ fn sigterm_stops_after_the_term_settles_and_the_lease_is_released() {
     assert!(shutdown < exiting, "{log}");
     let (holder, _, _) = runtime.block_on(leases.inspect()).unwrap().unwrap();
     assert_eq!(holder, None, "exited still holding the lease:\n{log}");
-    let left: i64 = runtime.block_on(async {
-        let client = pool.get().await.unwrap();
-        client
-            .query_one("SELECT count(*) FROM retention_records", &[])
-            .await
-            .unwrap()
-            .get(0)
-    });
+    let left = runtime.block_on(rows_left(&pool));
     assert!(
         left > 0,
         "the backlog drained before the signal: nothing tested"

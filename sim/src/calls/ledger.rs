@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::model::{Actor, EventKind, Invocation, OpKind};
+use crate::model::{Actor, EventKind, Invocation, OpKind, Outcome};
 
 /// What one replica has called, across restarts of its process: its term
 /// (a count of its acquires), and how many calls of each operation it made.
@@ -28,6 +28,17 @@ pub struct CallTicket {
     pub nth: u32,
     /// The replica's term.
     pub term: u32,
+}
+
+impl CallTicket {
+    /// The `Return` event of this call, answered with `outcome`.
+    pub fn returned(&self, outcome: Outcome) -> EventKind {
+        EventKind::Return {
+            call: self.call,
+            op: self.op,
+            outcome,
+        }
+    }
 }
 
 impl CallLedger {

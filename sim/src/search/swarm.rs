@@ -53,6 +53,9 @@ fn draw_faults(rng: &mut ChaCha8Rng, renew_interval_ms: u64) -> FaultConfig {
     faults
 }
 
+/// Builds a timed event for a replica and an instant, drawing the rest.
+type TimedEvent = fn(&mut ChaCha8Rng, u32, u64) -> FaultEvent;
+
 fn draw_events(rng: &mut ChaCha8Rng, replicas: u32, duration_ms: u64) -> Vec<FaultEvent> {
     let mut events = Vec::new();
     let some = |rng: &mut ChaCha8Rng| {
@@ -62,29 +65,28 @@ fn draw_events(rng: &mut ChaCha8Rng, replicas: u32, duration_ms: u64) -> Vec<Fau
             0
         }
     };
-    for _ in 0..some(rng) {
-        let (replica, at_ms) = (rng.gen_range(1..=replicas), rng.gen_range(0..duration_ms));
-        events.push(FaultEvent::Pause {
+    let timed: [TimedEvent; 3] = [
+        |rng, replica, at_ms| FaultEvent::Pause {
             replica,
             at_ms,
             for_ms: rng.gen_range(500..=8_000),
-        });
-    }
-    for _ in 0..some(rng) {
-        let (replica, at_ms) = (rng.gen_range(1..=replicas), rng.gen_range(0..duration_ms));
-        events.push(FaultEvent::Crash {
+        },
+        |rng, replica, at_ms| FaultEvent::Crash {
             replica,
             at_ms,
             restart_after_ms: rng.gen_range(100..=5_000),
-        });
-    }
-    for _ in 0..some(rng) {
-        let (replica, at_ms) = (rng.gen_range(1..=replicas), rng.gen_range(0..duration_ms));
-        events.push(FaultEvent::Stop {
+        },
+        |rng, replica, at_ms| FaultEvent::Stop {
             replica,
             at_ms,
             callers: rng.gen_range(1..=3),
-        });
+        },
+    ];
+    for event in timed {
+        for _ in 0..some(rng) {
+            let (replica, at_ms) = (rng.gen_range(1..=replicas), rng.gen_range(0..duration_ms));
+            events.push(event(rng, replica, at_ms));
+        }
     }
     for _ in 0..some(rng) {
         let ops = [OpKind::Acquire, OpKind::Renew, OpKind::Delete];

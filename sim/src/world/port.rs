@@ -13,7 +13,7 @@ use super::wire::{
     AcquireReq, Caller, DB_ADDR, DeleteReq, LEASE_ADDR, ReleaseReq, RenewReq, addr, from_rec,
     to_rec,
 };
-use crate::model::{EventKind, FailureKind, Invocation, LeaseRec, Outcome};
+use crate::model::{FailureKind, Invocation, LeaseRec, Outcome};
 
 /// The lease service and database as one simulated replica reaches them:
 /// every call is recorded, goes over madsim's network with a timeout, and may
@@ -79,12 +79,7 @@ impl SimPort {
                 ctx.rpc_timeout_ms
             ))),
         };
-        let recorded = Outcome::of(&result, outcome);
-        ctx.record(EventKind::Return {
-            call,
-            op,
-            outcome: recorded,
-        });
+        ctx.record(ticket.returned(Outcome::of(&result, outcome)));
         result
     }
 }

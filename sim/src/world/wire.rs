@@ -17,55 +17,35 @@ pub(crate) struct Caller {
     pub term: u32,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct AcquireReq {
-    pub caller: Caller,
-    pub owner: String,
+/// A request from a caller, its fields, what it is answered with, and its
+/// RPC id.
+macro_rules! request {
+    ($(#[$doc:meta])* $name:ident { $($field:ident: $ty:ty),* } -> $response:ty, $id:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Serialize, Deserialize)]
+        pub(crate) struct $name {
+            pub caller: Caller,
+            $(pub $field: $ty,)*
+        }
+
+        impl Request for $name {
+            type Response = $response;
+            const ID: u64 = $id;
+        }
+    };
 }
 
-impl Request for AcquireReq {
-    type Response = Option<LeaseRec>;
-    const ID: u64 = 0x5e_a1;
-}
-
-/// `revoke` is the injected null-renewal fault: the service drops the lease
-/// and answers `None`, as if an operator or a failover had taken it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct RenewReq {
-    pub caller: Caller,
-    pub lease: LeaseRec,
-    pub revoke: bool,
-}
-
-impl Request for RenewReq {
-    type Response = Option<LeaseRec>;
-    const ID: u64 = 0x5e_a2;
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct ReleaseReq {
-    pub caller: Caller,
-    pub lease: LeaseRec,
-}
-
-impl Request for ReleaseReq {
-    type Response = ();
-    const ID: u64 = 0x5e_a3;
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct DeleteReq {
-    pub caller: Caller,
-    pub older_than_ms: i64,
-    pub limit: u32,
-    pub token: u64,
-}
-
-impl Request for DeleteReq {
-    /// Rows deleted, or why FEN-2 refused.
-    type Response = Result<u64, String>;
-    const ID: u64 = 0x5e_a4;
-}
+request!(AcquireReq { owner: String } -> Option<LeaseRec>, 0x5e_a1);
+request!(
+    /// `revoke` is the injected null-renewal fault: the service drops the
+    /// lease and answers `None`, as if an operator or a failover had taken it.
+    RenewReq { lease: LeaseRec, revoke: bool } -> Option<LeaseRec>, 0x5e_a2
+);
+request!(ReleaseReq { lease: LeaseRec } -> (), 0x5e_a3);
+request!(
+    /// Answered with the rows deleted, or why FEN-2 refused.
+    DeleteReq { older_than_ms: i64, limit: u32, token: u64 } -> Result<u64, String>, 0x5e_a4
+);
 
 pub(crate) const LEASE_ADDR: &str = "10.0.0.1:700";
 pub(crate) const DB_ADDR: &str = "10.0.0.2:700";

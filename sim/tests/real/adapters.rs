@@ -9,7 +9,7 @@ use retention_worker::runner::{RunnerConfig, RunnerOutcome, default_owner_id, ru
 use retention_worker::{CallErrorKind, LeaseService, RecordsRepository, ReleaseOutcome, TermEnd};
 
 use crate::runtime;
-use test_support::TempServer;
+use test_support::{TempServer, rows_left};
 
 const DAY_MS: i64 = 86_400_000;
 
@@ -228,15 +228,6 @@ async fn seed_rows(pool: &retention_worker::pg::Pool, old: i64, fresh: i64) {
         )
         .await
         .unwrap();
-}
-
-async fn rows_left(pool: &retention_worker::pg::Pool) -> i64 {
-    let client = pool.get().await.unwrap();
-    client
-        .query_one("SELECT count(*) FROM retention_records", &[])
-        .await
-        .unwrap()
-        .get(0)
 }
 
 #[test]

@@ -43,7 +43,7 @@ impl Port {
         let replica = &self.replica;
         self.gate.pass().await;
         let (ticket, invoke) = replica.ledger.open(invocation);
-        let (call, op, term) = (ticket.call, ticket.op, ticket.term);
+        let (call, term) = (ticket.call, ticket.term);
         replica.record(invoke);
         let drawn = replica.draw(&ticket);
         sleep_ms(drawn.request_delay_ms).await;
@@ -68,12 +68,7 @@ impl Port {
         if drawn.ambiguous {
             result = Err(CallError::ambiguous("injected: applied, reply lost"));
         }
-        let recorded = Outcome::of(&result, outcome);
-        replica.record(EventKind::Return {
-            call,
-            op,
-            outcome: recorded,
-        });
+        replica.record(ticket.returned(Outcome::of(&result, outcome)));
         result
     }
 }

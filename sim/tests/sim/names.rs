@@ -3,8 +3,9 @@
 
 use retention_sim::model::{FaultConfig, FaultKnob, Flaw, Named, OpKind};
 
-fn round_trips<T: Named + std::fmt::Display + std::str::FromStr + PartialEq + std::fmt::Debug>()
+fn round_trips<T>()
 where
+    T: Named + std::fmt::Display + std::str::FromStr + PartialEq + std::fmt::Debug,
     T: serde::Serialize + serde::de::DeserializeOwned,
     <T as std::str::FromStr>::Err: std::fmt::Debug,
 {

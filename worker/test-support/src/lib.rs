@@ -168,6 +168,16 @@ impl TempServer {
     }
 }
 
+/// Rows left in `retention_records`.
+pub async fn rows_left(pool: &Pool) -> i64 {
+    let client = pool.get().await.expect("a connection");
+    client
+        .query_one("SELECT count(*) FROM retention_records", &[])
+        .await
+        .expect("count the rows")
+        .get(0)
+}
+
 impl Drop for TempServer {
     fn drop(&mut self) {
         let data = self.dir.join("data");
