@@ -104,3 +104,20 @@ pub fn default_owner_id(host: Option<&str>, pid: u32) -> String {
     let host = host.map(str::trim).filter(|name| !name.is_empty());
     format!("{}-{pid}", host.unwrap_or("replica"))
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::RunnerConfig;
+    use crate::WorkerConfig;
+    use crate::pg::PgOptions;
+
+    #[test]
+    fn with_no_flags_the_runner_runs_the_documented_defaults() {
+        let config = RunnerConfig::try_parse_from(["retention-worker", "--database-url", "x"])
+            .expect("only the URL is required");
+        assert_eq!(config.worker_config(), WorkerConfig::default());
+        assert_eq!(config.pg_options(), PgOptions::default());
+    }
+}
