@@ -1,7 +1,9 @@
 //! A second worker, shaped like the reviewed TypeScript one, that can carry
 //! exactly one of the review's five flaws. With no flaw it keeps the
 //! contract (the property tests run it that way too), so a violation found
-//! with a flaw on is that flaw's doing.
+//! with a flaw on is that flaw's doing. `renew.rs` holds its renewals.
+
+mod renew;
 
 use std::pin::pin;
 use std::sync::{Arc, Mutex};
@@ -9,11 +11,12 @@ use std::time::Duration;
 
 use futures_util::future::{Either, join, select};
 use retention_worker::{
-    CallError, CallErrorKind, Clock, Jitter, Lease, LeaseService, RecordsRepository, SeededJitter,
+    CallErrorKind, Clock, Jitter, Lease, LeaseService, RecordsRepository, SeededJitter,
     WorkerConfig,
 };
 use tokio::sync::Notify;
 
+use self::renew::Cell;
 use crate::model::{Flaw, LossRec, ReleaseRec, TermEndRec, TermSummary};
 use crate::world::{BoxFuture, SimDeps, SimulatedWorker, WorkerFactory};
 
@@ -61,18 +64,6 @@ struct Flags {
     running: bool,
 }
 
-/// What a term's delete loop and renewals share.
-struct Cell {
-    latest: Lease,
-    /// Why leadership was lost, once it is.
-    lost: Option<LossRec>,
-    done: bool,
-    /// Renewal calls not yet answered.
-    renewing: u32,
-    /// Renewals stored.
-    renewals: u32,
-}
-
 fn end(end: TermEndRec, rows: u64, batches: u32, release: ReleaseRec) -> TermSummary {
     TermSummary {
         end,
@@ -103,11 +94,6 @@ fn term_end(loop_end: LoopEnd, lost: Option<LossRec>) -> TermEndRec {
         LoopEnd::Capped => TermEndRec::Capped,
         LoopEnd::DeleteFailed => TermEndRec::DeleteFailed(None),
     }
-}
-
-/// A renewal reply the worker may store: ours, and newer than what it sent.
-fn renews(sent: &Lease, reply: &Lease) -> bool {
-    reply.owner_id == sent.owner_id && reply.fencing_token > sent.fencing_token
 }
 
 impl Variant {
@@ -276,91 +262,6 @@ impl Variant {
         let patience_ms = 10 * self.config.lease_ttl_ms;
         self.sleep_unless(patience_ms, settled).await;
         cell.lock().expect("cell").latest.fencing_token > token
-    }
-
-    async fn renew(&self, cell: &Arc<Mutex<Cell>>) {
-        if self.has(Flaw::OverlappingRenewals) {
-            self.renew_on_an_interval(cell).await;
-        } else {
-            self.renew_serially(cell).await;
-        }
-    }
-
-    fn winding_down(&self, cell: &Mutex<Cell>) -> bool {
-        let cell = cell.lock().expect("cell");
-        cell.done || cell.lost.is_some() || self.stopped()
-    }
-
-    async fn renew_serially(&self, cell: &Mutex<Cell>) {
-        let interval = self.config.renew_interval_ms;
-        while self
-            .sleep_unless(interval, || self.winding_down(cell))
-            .await
-        {
-            let lease = cell.lock().expect("cell").begin_renewal();
-            let result = self.deps.leases.renew(&lease).await;
-            let lost = cell
-                .lock()
-                .expect("cell")
-                .finish_renewal(&lease, result, true);
-            self.changed.notify_waiters();
-            if lost {
-                return;
-            }
-        }
-    }
-
-    /// Finding 1: a timer fires every interval whether or not the previous
-    /// renewal answered; each reply overwrites the lease, and a rejection is
-    /// dropped on the floor.
-    async fn renew_on_an_interval(&self, cell: &Arc<Mutex<Cell>>) {
-        let interval = self.config.renew_interval_ms;
-        while self
-            .sleep_unless(interval, || self.winding_down(cell))
-            .await
-        {
-            let lease = cell.lock().expect("cell").begin_renewal();
-            let (leases, cell, changed) =
-                (self.deps.leases.clone(), cell.clone(), self.changed.clone());
-            madsim::task::spawn(async move {
-                let result = leases.renew(&lease).await;
-                cell.lock()
-                    .expect("cell")
-                    .finish_renewal(&lease, result, false);
-                changed.notify_waiters();
-            });
-        }
-    }
-}
-
-impl Cell {
-    /// A renewal is going out: counts it in flight and returns the lease it
-    /// sends.
-    fn begin_renewal(&mut self) -> Lease {
-        self.renewing += 1;
-        self.latest.clone()
-    }
-
-    /// Takes the answer to the renewal that sent `sent`. A failed renewal is
-    /// lost leadership only when `observed` (finding 1 drops it). Returns
-    /// whether leadership is lost.
-    fn finish_renewal(
-        &mut self,
-        sent: &Lease,
-        result: Result<Option<Lease>, CallError>,
-        observed: bool,
-    ) -> bool {
-        self.renewing -= 1;
-        match result {
-            Ok(Some(renewed)) if renews(sent, &renewed) => {
-                self.latest = renewed;
-                self.renewals += 1;
-            }
-            Ok(None) => self.lost = Some(LossRec::NullRenewal),
-            Ok(Some(_)) | Err(_) if observed => self.lost = Some(LossRec::RenewalFailed(None)),
-            Ok(Some(_)) | Err(_) => {}
-        }
-        self.lost.is_some()
     }
 }
 

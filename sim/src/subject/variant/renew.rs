@@ -1,0 +1,113 @@
+//! The variant's renewals: serial, as the contract wants, or on an interval
+//! timer (finding 1), and the cell a term's delete loop shares with them.
+
+use std::sync::{Arc, Mutex};
+
+use retention_worker::{CallError, Lease, LeaseService};
+
+use super::Variant;
+use crate::model::{Flaw, LossRec};
+
+/// What a term's delete loop and renewals share.
+pub(super) struct Cell {
+    pub latest: Lease,
+    /// Why leadership was lost, once it is.
+    pub lost: Option<LossRec>,
+    pub done: bool,
+    /// Renewal calls not yet answered.
+    pub renewing: u32,
+    /// Renewals stored.
+    pub renewals: u32,
+}
+
+/// A renewal reply the worker may store: ours, and newer than what it sent.
+fn renews(sent: &Lease, reply: &Lease) -> bool {
+    reply.owner_id == sent.owner_id && reply.fencing_token > sent.fencing_token
+}
+
+impl Variant {
+    pub(super) async fn renew(&self, cell: &Arc<Mutex<Cell>>) {
+        if self.has(Flaw::OverlappingRenewals) {
+            self.renew_on_an_interval(cell).await;
+        } else {
+            self.renew_serially(cell).await;
+        }
+    }
+
+    fn winding_down(&self, cell: &Mutex<Cell>) -> bool {
+        let cell = cell.lock().expect("cell");
+        cell.done || cell.lost.is_some() || self.stopped()
+    }
+
+    async fn renew_serially(&self, cell: &Mutex<Cell>) {
+        let interval = self.config.renew_interval_ms;
+        while self
+            .sleep_unless(interval, || self.winding_down(cell))
+            .await
+        {
+            let lease = cell.lock().expect("cell").begin_renewal();
+            let result = self.deps.leases.renew(&lease).await;
+            let lost = cell
+                .lock()
+                .expect("cell")
+                .finish_renewal(&lease, result, true);
+            self.changed.notify_waiters();
+            if lost {
+                return;
+            }
+        }
+    }
+
+    /// Finding 1: a timer fires every interval whether or not the previous
+    /// renewal answered; each reply overwrites the lease, and a rejection is
+    /// dropped on the floor.
+    async fn renew_on_an_interval(&self, cell: &Arc<Mutex<Cell>>) {
+        let interval = self.config.renew_interval_ms;
+        while self
+            .sleep_unless(interval, || self.winding_down(cell))
+            .await
+        {
+            let lease = cell.lock().expect("cell").begin_renewal();
+            let (leases, cell, changed) =
+                (self.deps.leases.clone(), cell.clone(), self.changed.clone());
+            madsim::task::spawn(async move {
+                let result = leases.renew(&lease).await;
+                cell.lock()
+                    .expect("cell")
+                    .finish_renewal(&lease, result, false);
+                changed.notify_waiters();
+            });
+        }
+    }
+}
+
+impl Cell {
+    /// A renewal is going out: counts it in flight and returns the lease it
+    /// sends.
+    fn begin_renewal(&mut self) -> Lease {
+        self.renewing += 1;
+        self.latest.clone()
+    }
+
+    /// Takes the answer to the renewal that sent `sent`. A failed renewal is
+    /// lost leadership only when `observed` (finding 1 drops it). Returns
+    /// whether leadership is lost.
+    fn finish_renewal(
+        &mut self,
+        sent: &Lease,
+        result: Result<Option<Lease>, CallError>,
+        observed: bool,
+    ) -> bool {
+        self.renewing -= 1;
+        match result {
+            Ok(Some(renewed)) if renews(sent, &renewed) => {
+                self.latest = renewed;
+                self.renewals += 1;
+            }
+            Ok(None) => self.lost = Some(LossRec::NullRenewal),
+            Ok(Some(_)) | Err(_) if observed => self.lost = Some(LossRec::RenewalFailed(None)),
+            Ok(Some(_)) | Err(_) => {}
+        }
+        self.lost.is_some()
+    }
+}
