@@ -4,8 +4,7 @@ use std::sync::Arc;
 
 use retention_worker::{SeededJitter, Worker, WorkerConfig};
 
-use crate::model::TermSummary;
-use crate::world::{BoxFuture, SimClock, SimDeps, SimPort, SimulatedWorker, WorkerFactory};
+use crate::world::{BoxFuture, OnTerm, SimClock, SimDeps, SimPort, SimulatedWorker, WorkerFactory};
 
 /// Builds the production worker for every replica.
 #[derive(Debug, Clone, Copy, Default)]
@@ -23,11 +22,7 @@ impl WorkerFactory for RealWorker {
 }
 
 impl SimulatedWorker for Worker<SimClock, SimPort, SimPort> {
-    fn serve<'a>(
-        &'a self,
-        jitter: SeededJitter,
-        on_term: &'a (dyn Fn(TermSummary) + Send + Sync),
-    ) -> BoxFuture<'a, ()> {
+    fn serve<'a>(&'a self, jitter: SeededJitter, on_term: OnTerm<'a>) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let mut jitter = jitter;
             let _ = Worker::serve(self, &mut jitter, |report| on_term(report.into())).await;

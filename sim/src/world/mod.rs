@@ -16,4 +16,4 @@ mod wire;
 pub use build::{runtime, simulate};
 pub use clock::SimClock;
 pub use port::SimPort;
-pub use seam::{BoxFuture, SimDeps, SimulatedWorker, WorkerFactory};
+pub use seam::{BoxFuture, OnTerm, SimDeps, SimulatedWorker, WorkerFactory};

@@ -18,15 +18,14 @@ pub type SimDeps = Dependencies<SimClock, SimPort, SimPort>;
 /// A boxed, `Send` future, so that implementations stay object-safe.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// Where a worker reports each term as it ends.
+pub type OnTerm<'a> = &'a (dyn Fn(TermSummary) + Send + Sync);
+
 /// A worker the simulator can drive: serve terms until stopped, and stop.
 pub trait SimulatedWorker: Send + Sync {
     /// Runs terms on the worker's schedule until stopped, reporting each
     /// term as it ends.
-    fn serve<'a>(
-        &'a self,
-        jitter: SeededJitter,
-        on_term: &'a (dyn Fn(TermSummary) + Send + Sync),
-    ) -> BoxFuture<'a, ()>;
+    fn serve<'a>(&'a self, jitter: SeededJitter, on_term: OnTerm<'a>) -> BoxFuture<'a, ()>;
 
     /// The contract's `stop()`.
     fn stop(&self) -> BoxFuture<'_, ()>;

@@ -67,7 +67,7 @@ pub struct RunArgs {
     /// Simulated run length.
     #[arg(long)]
     pub duration_ms: Option<u64>,
-    /// A fault knob, NAME=VALUE (see the names below).
+    /// A fault knob, NAME=VALUE (`--help` lists the names).
     #[arg(long = "fault", value_name = "NAME=VALUE", long_help = fault_help())]
     pub faults: Vec<String>,
     /// Pause REPLICA at AT_MS for FOR_MS: `REPLICA:AT_MS:FOR_MS`.

@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 
 use self::renew::Cell;
 use crate::model::{Flaw, LossRec, ReleaseRec, TermEndRec, TermSummary};
-use crate::world::{BoxFuture, SimDeps, SimulatedWorker, WorkerFactory};
+use crate::world::{BoxFuture, OnTerm, SimDeps, SimulatedWorker, WorkerFactory};
 
 /// Builds the TypeScript-shaped variant workers carrying `flaw` (or none).
 #[derive(Debug, Clone, Copy, Default)]
@@ -266,11 +266,7 @@ impl Variant {
 }
 
 impl SimulatedWorker for Variant {
-    fn serve<'a>(
-        &'a self,
-        jitter: SeededJitter,
-        on_term: &'a (dyn Fn(TermSummary) + Send + Sync),
-    ) -> BoxFuture<'a, ()> {
+    fn serve<'a>(&'a self, jitter: SeededJitter, on_term: OnTerm<'a>) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let mut jitter = jitter;
             while let Some(summary) = self.term().await {
