@@ -20,16 +20,19 @@
 //!    operations, flaws and knobs, and the [`History`] with its JSON lines.
 //!    Plain data (serde and the worker's types), no madsim.
 //! 2. [`checker`]: [`check`] judges a history clause by clause. Uses `model`.
-//! 3. [`calls`]: a replica's call numbering and fault draws on any runtime,
+//! 3. [`db`]: the simulated PostgreSQL, a state machine: the lease row and
+//!    its lock, the records and their row locks, transactions, each
+//!    statement judged where its SQL judges time. Uses `model`.
+//! 4. [`calls`]: a replica's call numbering and fault draws on any runtime,
 //!    shared by the simulator and the real-mode tests. Uses `model`.
-//! 4. [`world`]: the madsim boundary: clock, recorder, wire messages, the
+//! 5. [`world`]: the madsim boundary: clock, recorder, wire messages, the
 //!    replicas' port, the service nodes, the replica process, timed faults,
-//!    and the seam a worker plugs into. Uses `model`, `calls`.
-//! 5. [`subject`]: the worker under test (the real one, the flawed variant)
+//!    and the seam a worker plugs into. Uses `model`, `db`, `calls`.
+//! 6. [`subject`]: the worker under test (the real one, the flawed variant)
 //!    and [`Sim`], the one way to run a world. Uses `model`, `world`.
-//! 6. [`report`]: the timeline, [`format_failure`], scenario files and the
+//! 7. [`report`]: the timeline, [`format_failure`], scenario files and the
 //!    scenario report. Uses `model`, `checker`.
-//! 7. [`search`]: swarm plans, `explore`, the property suite, the
+//! 8. [`search`]: swarm plans, `explore`, the property suite, the
 //!    benchmark. Uses all of the above.
 //!
 //! The `sim` command line (`src/bin/sim/`) sits on top of them all.
@@ -45,6 +48,8 @@ compile_error!(
 pub mod model;
 
 pub mod checker;
+
+pub mod db;
 
 pub mod calls;
 

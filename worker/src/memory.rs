@@ -31,6 +31,11 @@ impl LeaseTable {
         }
     }
 
+    /// The lease as stored, expired or not; `None` once released.
+    pub fn stored(&self) -> Option<&Lease> {
+        self.holder.as_ref()
+    }
+
     /// The current holder's lease, if it is unexpired at `now_ms`.
     pub fn holder(&self, now_ms: i64) -> Option<&Lease> {
         self.holder

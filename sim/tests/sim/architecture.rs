@@ -10,18 +10,21 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, &[&str])] = &[
     ("model", &[]),
     ("checker", &["model"]),
+    ("db", &["model"]),
     ("calls", &["model"]),
-    ("world", &["model", "calls"]),
+    ("world", &["model", "db", "calls"]),
     ("subject", &["model", "world"]),
     ("report", &["model", "checker"]),
     (
         "search",
-        &["model", "checker", "calls", "world", "subject", "report"],
+        &[
+            "model", "checker", "db", "calls", "world", "subject", "report",
+        ],
     ),
 ];
 
 /// Layers that run on any runtime: madsim is not theirs to name.
-const RUNTIME_FREE: &[&str] = &["model", "checker", "calls", "report"];
+const RUNTIME_FREE: &[&str] = &["model", "checker", "db", "calls", "report"];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")

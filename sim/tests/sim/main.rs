@@ -4,6 +4,7 @@ mod api;
 mod architecture;
 mod checker;
 mod cli;
+mod db;
 mod determinism;
 mod docs;
 mod flaws;

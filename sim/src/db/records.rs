@@ -1,0 +1,91 @@
+//! `retention_records`: rows ordered by `(created_at_ms, id)`, each maybe
+//! row-locked `FOR UPDATE` by one open transaction.
+
+use std::collections::BTreeMap;
+
+use crate::model::RowRec;
+
+/// The records table with its row locks.
+#[derive(Debug, Clone, Default)]
+pub struct Records {
+    /// `(created_at_ms, id)` to the transaction holding the row's lock.
+    rows: BTreeMap<(i64, u64), Option<u64>>,
+    next_id: u64,
+}
+
+impl Records {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `INSERT ... (created_at_ms)`, autocommitted: ids come from a
+    /// sequence, so they grow in insertion order.
+    pub fn insert(&mut self, created_at_ms: i64) -> RowRec {
+        self.next_id += 1;
+        self.rows.insert((created_at_ms, self.next_id), None);
+        RowRec {
+            id: self.next_id,
+            created_at_ms,
+        }
+    }
+
+    /// Rows in the table, locked or not (a row deleted by an open
+    /// transaction is still there until it commits).
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Rows created strictly before `older_than_ms`.
+    pub fn count_older_than(&self, older_than_ms: i64) -> usize {
+        self.rows.range(..(older_than_ms, 0)).count()
+    }
+
+    /// The inner `SELECT id ... WHERE created_at_ms < $1 ORDER BY
+    /// created_at_ms, id LIMIT $2 FOR UPDATE SKIP LOCKED`: the oldest rows
+    /// older than the cutoff that no other transaction has locked, now locked
+    /// by `txn`. Rows `txn` itself locked are its own and not chosen again.
+    pub fn lock_oldest(&mut self, txn: u64, older_than_ms: i64, limit: u32) -> Vec<RowRec> {
+        let mut chosen = Vec::new();
+        for (&(created_at_ms, id), holder) in self.rows.range_mut(..(older_than_ms, 0)) {
+            if chosen.len() as u64 >= u64::from(limit) {
+                break;
+            }
+            if holder.is_some() {
+                continue;
+            }
+            *holder = Some(txn);
+            chosen.push(RowRec { id, created_at_ms });
+        }
+        chosen
+    }
+
+    /// `COMMIT` of `txn`'s `DELETE`: its locked rows go.
+    pub fn remove_locked(&mut self, txn: u64, rows: &[RowRec]) {
+        for row in rows {
+            let holder = self.rows.remove(&(row.created_at_ms, row.id));
+            assert_eq!(
+                holder,
+                Some(Some(txn)),
+                "commit of a row the txn did not lock"
+            );
+        }
+    }
+
+    /// `ROLLBACK` of `txn`: its rows stay, unlocked.
+    pub fn unlock(&mut self, txn: u64, rows: &[RowRec]) {
+        for row in rows {
+            let holder = self
+                .rows
+                .get_mut(&(row.created_at_ms, row.id))
+                .expect("a locked row is still in the table");
+            assert_eq!(*holder, Some(txn), "rollback of a row the txn did not lock");
+            *holder = None;
+        }
+    }
+}
