@@ -8,6 +8,8 @@ use crate::model::{EventKind, History, LeaseRec, Outcome};
 
 pub(super) fn check(history: &History, found: &mut Findings) {
     let mut holder: Option<(LeaseRec, usize)> = None;
+    // Every change of the lease row: (when, event, the holder after it).
+    let mut changes: Vec<(i64, usize, Option<LeaseRec>)> = Vec::new();
     let mut last_grant: Option<(u64, usize)> = None;
     // Row ids are small and dense (the table numbers them from 1), so the
     // event that first deleted each row sits in a vector indexed by id.
@@ -26,8 +28,12 @@ pub(super) fn check(history: &History, found: &mut Findings) {
                 }
                 last_grant = Some((lease.token, seq));
                 holder = Some((lease.clone(), seq));
+                changes.push((event.at_ms, seq, Some(lease.clone())));
             }
-            EventKind::Revoked { .. } => holder = None,
+            EventKind::Revoked { .. } => {
+                holder = None;
+                changes.push((event.at_ms, seq, None));
+            }
             EventKind::Released {
                 lease,
                 cleared: true,
@@ -47,30 +53,16 @@ pub(super) fn check(history: &History, found: &mut Findings) {
                     }
                 }
                 holder = None;
+                changes.push((event.at_ms, seq, None));
             }
             EventKind::Deleted {
                 call,
                 token,
+                fenced_at_ms,
                 older_than_ms,
                 rows,
             } => {
-                match &holder {
-                    Some((current, at))
-                        if current.token != *token || event.at_ms >= current.expires_at_ms =>
-                    {
-                        let message = format!(
-                            "delete with token {token} at {} ms accepted while the lease was {}#{} expiring at {}",
-                            event.at_ms, current.owner, current.token, current.expires_at_ms
-                        );
-                        found.flag("FEN-2", &[*at, seq], message);
-                    }
-                    None => found.flag(
-                        "FEN-2",
-                        &[seq],
-                        format!("delete with token {token} accepted with no lease held"),
-                    ),
-                    Some(_) => {}
-                }
+                fence_held(&changes, (*token, *fenced_at_ms), seq, found);
                 for row in rows {
                     if row.created_at_ms >= *older_than_ms {
                         let message = format!(
@@ -134,5 +126,51 @@ pub(super) fn check(history: &History, found: &mut Findings) {
             }
             _ => {}
         }
+    }
+}
+
+/// FEN-2 for a committed delete (event `seq`): when its fence was taken the
+/// lease was `token`'s and unexpired, and nothing changed the lease row
+/// between the fence and the commit (the fence's share lock forbids it).
+fn fence_held(
+    changes: &[(i64, usize, Option<LeaseRec>)],
+    (token, fenced_at_ms): (u64, i64),
+    seq: usize,
+    found: &mut Findings,
+) {
+    let after = changes.iter().filter(|(at_ms, ..)| *at_ms > fenced_at_ms);
+    if let Some((at_ms, changed, _)) = after.clone().next() {
+        let message = format!(
+            "the lease row changed at {at_ms} ms, between the delete's fence at \
+             {fenced_at_ms} ms and its commit"
+        );
+        found.flag("FEN-2", &[*changed, seq], message);
+    }
+    let before = changes
+        .iter()
+        .rev()
+        .find(|(at_ms, ..)| *at_ms <= fenced_at_ms);
+    match before {
+        Some((_, at, Some(current)))
+            if current.token != token || fenced_at_ms >= current.expires_at_ms =>
+        {
+            let message = format!(
+                "delete with token {token} fenced at {fenced_at_ms} ms while the lease was \
+                 {}#{} expiring at {}",
+                current.owner, current.token, current.expires_at_ms
+            );
+            found.flag("FEN-2", &[*at, seq], message);
+        }
+        Some((_, _, Some(_))) => {}
+        Some((_, at, None)) => found.flag(
+            "FEN-2",
+            &[*at, seq],
+            format!("delete with token {token} fenced at {fenced_at_ms} ms with no lease held"),
+        ),
+        None => found.flag(
+            "FEN-2",
+            &[seq],
+            format!("delete with token {token} fenced at {fenced_at_ms} ms with no lease held"),
+        ),
     }
 }

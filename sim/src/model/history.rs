@@ -201,12 +201,16 @@ pub enum EventKind {
         /// Whether the holder was cleared.
         cleared: bool,
     },
-    /// The database deleted `rows` for call `call` (FEN-2 passed).
+    /// The database committed call `call`'s delete of `rows` (recorded at
+    /// the commit); its fence passed and took the lease row's share lock at
+    /// `fenced_at_ms`.
     Deleted {
         /// The call applied.
         call: u64,
         /// The token checked.
         token: u64,
+        /// When the fence checked the token and locked the lease row.
+        fenced_at_ms: i64,
         /// The cutoff used.
         older_than_ms: i64,
         /// The rows removed, oldest first.
@@ -220,6 +224,15 @@ pub enum EventKind {
         token: u64,
         /// Why.
         reason: String,
+    },
+    /// The database rolled back call `call`'s transaction (asked by a
+    /// client that gave up or was fenced, or on its own when the client's
+    /// connection was gone); `rows` it had deleted are back.
+    RolledBack {
+        /// The call whose transaction it was.
+        call: u64,
+        /// Rows its delete had locked, now unlocked.
+        rows: u64,
     },
     /// A replica's term ended with this report.
     TermEnded {

@@ -6,9 +6,10 @@ use serde_json::Value;
 use super::history::History;
 
 /// The version of the JSON-lines format this build writes and reads.
-/// Version 2 records a term's end, its release and a call's failure kind as
-/// typed values; version 1 wrote them as the worker's `Debug` text.
-pub const HISTORY_FORMAT_VERSION: u64 = 2;
+/// Version 3 records a delete's fence instant and rolled-back transactions;
+/// version 2 recorded a term's end, its release and a call's failure kind
+/// as typed values; version 1 wrote them as the worker's `Debug` text.
+pub const HISTORY_FORMAT_VERSION: u64 = 3;
 
 /// The header line's key for [`HISTORY_FORMAT_VERSION`].
 const VERSION_KEY: &str = "format_version";

@@ -121,6 +121,7 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
         K::Deleted {
             call,
             token,
+            fenced_at_ms,
             older_than_ms,
             rows,
         } => {
@@ -134,7 +135,7 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
                 "deleted".into(),
                 Some(*token),
                 format!(
-                    "call {call} {} rows older than {older_than_ms}{span}",
+                    "call {call} {} rows older than {older_than_ms}{span}, fenced at {fenced_at_ms}",
                     rows.len()
                 ),
             )
@@ -147,6 +148,11 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
             "FENCED".into(),
             Some(*token),
             format!("call {call} {reason}"),
+        ),
+        K::RolledBack { call, rows } => (
+            "rolled back".into(),
+            None,
+            format!("call {call}, {rows} rows kept"),
         ),
         K::TermEnded {
             end,

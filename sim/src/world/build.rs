@@ -1,4 +1,4 @@
-//! Builds the simulated world for a [`RunSpec`] (lease service, database,
+//! Builds the simulated world for a [`RunSpec`] (the database,
 //! replicas and the fault node), runs its schedule and returns the history.
 
 use std::net::{IpAddr, Ipv4Addr};
@@ -9,15 +9,15 @@ use std::time::Duration;
 use madsim::runtime::{Handle, NodeHandle, Runtime};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use retention_worker::memory::{LeaseTable, RecordTable};
 
 use super::clock::SimClock;
 use super::inject::{inject, settle_stops};
 use super::recorder::Recorder;
 use super::replica::{ReplicaCtx, replica_process};
 use super::seam::WorkerFactory;
-use super::services::{database, lease_service};
+use super::services::{DbNode, database};
 use crate::calls::{CallLedger, FaultDraws};
+use crate::db::Records;
 use crate::model::{Actor, EventKind, FaultEvent, Header, History, RunSpec};
 
 /// A fresh madsim runtime for `spec`: its seed, its network, and a time
@@ -86,11 +86,16 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
     let mut plan_rng = ChaCha8Rng::seed_from_u64(spec.seed);
     let retention_ms = i64::try_from(spec.worker.retention_ms).expect("validated");
 
-    let rows = Arc::new(Mutex::new(seed_rows(&spec, &mut plan_rng)));
-    let initial_rows = rows.lock().expect("rows").len() as u64;
-    let leases = Arc::new(Mutex::new(LeaseTable::new(spec.worker.lease_ttl_ms)));
-    let inserted = Arc::new(AtomicU64::new(0));
-    let service_nodes = start_services(&handle, &spec, &leases, &rows, &recorder, &inserted);
+    let rows = seed_rows(&spec, &mut plan_rng);
+    let initial_rows = rows.len() as u64;
+    let db = Arc::new(DbNode::new(
+        spec.worker.lease_ttl_ms,
+        rows,
+        recorder.clone(),
+        spec.db_batch_ms_min..=spec.db_batch_ms_max,
+        spec.seed ^ 0xDB,
+    ));
+    let service_nodes = start_services(&handle, &spec, &db);
 
     let skew_max = i64::try_from(spec.faults.clock_skew_ms_max).unwrap_or(i64::MAX);
     let next_call = Arc::new(AtomicU64::new(0));
@@ -172,7 +177,8 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
     let faults_node = handle.create_node().name("faults").build();
     for event in spec.events.clone() {
         let (handle, replicas, recorder) = (handle.clone(), replicas.clone(), recorder.clone());
-        faults_node.spawn(async move { inject(&handle, &replicas, &recorder, event).await });
+        let db = db.clone();
+        faults_node.spawn(async move { inject(&handle, &replicas, &recorder, &db, event).await });
     }
 
     madsim::time::sleep(Duration::from_millis(spec.duration_ms)).await;
@@ -187,14 +193,14 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
         + spec.worker.lease_ttl_ms
         + spec.worker.renew_interval_ms;
     let stale_before_ms = end_ms - retention_ms - i64::try_from(grace_ms).unwrap_or(i64::MAX);
-    let (rows_left, stale_rows_left) = {
-        let rows = rows.lock().expect("rows");
+    let (rows_left, stale_rows_left) = db.read(|db| {
+        let rows = db.records();
         (
             rows.len() as u64,
             rows.count_older_than(stale_before_ms) as u64,
         )
-    };
-    let rows_inserted = inserted.load(Ordering::Relaxed);
+    });
+    let rows_inserted = db.inserted.load(Ordering::Relaxed);
     recorder.record(
         Actor::World,
         0,
@@ -227,9 +233,9 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
 
 /// The backlog lies before the first cutoff; boundary rows straddle it over
 /// the next minute, so later terms find newly eligible rows.
-fn seed_rows(spec: &RunSpec, rng: &mut ChaCha8Rng) -> RecordTable {
+fn seed_rows(spec: &RunSpec, rng: &mut ChaCha8Rng) -> Records {
     let retention_ms = i64::try_from(spec.worker.retention_ms).expect("validated");
-    let mut rows = RecordTable::new();
+    let mut rows = Records::new();
     for _ in 0..spec.backlog_rows {
         rows.insert(-retention_ms - rng.gen_range(1..=600_000));
     }
@@ -239,44 +245,17 @@ fn seed_rows(spec: &RunSpec, rng: &mut ChaCha8Rng) -> RecordTable {
     rows
 }
 
-fn start_services(
-    handle: &Handle,
-    spec: &RunSpec,
-    leases: &Arc<Mutex<LeaseTable>>,
-    rows: &Arc<Mutex<RecordTable>>,
-    recorder: &Arc<Recorder>,
-    inserted: &Arc<AtomicU64>,
-) -> Vec<NodeHandle> {
-    let (table, log) = (leases.clone(), recorder.clone());
-    let lease_node = handle
-        .create_node()
-        .name("lease")
-        .ip(ip(0, 1))
-        .init(move || lease_service(table.clone(), log.clone()))
-        .build();
-    let (table, rows, log) = (leases.clone(), rows.clone(), recorder.clone());
-    let (arrivals, inserted) = (spec.arrivals_per_sec, inserted.clone());
-    let batch_ms = spec.db_batch_ms_min..=spec.db_batch_ms_max;
-    let work_seed = spec.seed ^ 0xDB;
+/// The database's node. (The lease row lives in the database, as in
+/// production: there is no separate lease service.)
+fn start_services(handle: &Handle, spec: &RunSpec, db: &Arc<DbNode>) -> Vec<NodeHandle> {
+    let (db, arrivals) = (db.clone(), spec.arrivals_per_sec);
     let db_node = handle
         .create_node()
         .name("db")
         .ip(ip(0, 2))
-        .init(move || {
-            let (table, rows, log, inserted) =
-                (table.clone(), rows.clone(), log.clone(), inserted.clone());
-            database(
-                table,
-                rows,
-                log,
-                arrivals,
-                inserted,
-                batch_ms.clone(),
-                work_seed,
-            )
-        })
+        .init(move || database(db.clone(), arrivals))
         .build();
-    vec![lease_node, db_node]
+    vec![db_node]
 }
 
 fn start_replica(

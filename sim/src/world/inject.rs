@@ -8,12 +8,14 @@ use madsim::runtime::Handle;
 
 use super::build::Replica;
 use super::recorder::Recorder;
+use super::services::DbNode;
 use crate::model::{Actor, EventKind, FaultEvent};
 
 pub(crate) async fn inject(
     handle: &Handle,
     replicas: &[Replica],
     recorder: &Recorder,
+    db: &DbNode,
     event: FaultEvent,
 ) {
     let sleep_until = |at_ms: u64| {
@@ -44,6 +46,10 @@ pub(crate) async fn inject(
             replica.ctx.stops_pending.store(0, Ordering::Relaxed);
             replica.ctx.worker.lock().expect("worker slot").take();
             handle.kill(replica.node.id());
+            // The kernel closes a dead process's sockets at once: the
+            // database sees the connections end and rolls back their
+            // transactions as soon as each is idle.
+            db.disconnect(replica.ctx.replica());
             madsim::time::sleep(Duration::from_millis(restart_after_ms)).await;
             recorder.record(actor, term(), EventKind::Restarted);
             replica.ctx.alive.store(true, Ordering::Relaxed);

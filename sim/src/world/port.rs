@@ -1,7 +1,9 @@
-//! A replica's view of the services: every call is recorded, meets its
-//! drawn and chosen faults, and goes over madsim's network with a timeout.
+//! A replica's view of the database: every call is recorded, meets its
+//! drawn and chosen faults, and goes over madsim's network with a timeout;
+//! a fenced delete is the adapter's whole conversation.
 
-use std::sync::Arc;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use madsim::net::Endpoint;
@@ -10,12 +12,13 @@ use retention_worker::{CallError, Lease, LeaseService, RecordsRepository};
 
 use super::replica::ReplicaCtx;
 use super::wire::{
-    AcquireReq, Caller, DB_ADDR, DeleteReq, LEASE_ADDR, ReleaseReq, RenewReq, addr, from_rec,
-    to_rec,
+    AcquireReq, BeginReq, Caller, CommitReq, DB_ADDR, DeleteReq, FenceReq, ReleaseReq, RenewReq,
+    RollbackReq, addr, from_rec, to_rec,
 };
+use crate::calls::CallFaults;
 use crate::model::{FailureKind, Invocation, LeaseRec, Outcome};
 
-/// The lease service and database as one simulated replica reaches them:
+/// The lease row and the records as one simulated replica reaches them:
 /// every call is recorded, goes over madsim's network with a timeout, and may
 /// meet an injected fault.
 #[derive(Clone)]
@@ -29,50 +32,29 @@ impl SimPort {
         Self { ctx, endpoint }
     }
 
-    /// Records the call, injects its faults, sends it with a timeout, and
-    /// records the answer. A lost message surfaces as an ambiguous error.
-    async fn call<R: Request>(
+    /// Records the call, draws its faults, runs `exchange` under the call
+    /// timeout, and records the answer.
+    async fn call<T, F>(
         &self,
         invocation: Invocation,
-        to: &str,
-        request: impl FnOnce(Caller, bool) -> R,
-        outcome: impl FnOnce(&R::Response) -> Outcome,
-        garble: impl FnOnce(R::Response) -> R::Response,
-    ) -> Result<R::Response, CallError> {
+        exchange: impl FnOnce(Caller, CallFaults) -> F,
+        outcome: impl FnOnce(&T) -> Outcome,
+    ) -> Result<T, CallError>
+    where
+        F: Future<Output = Result<T, CallError>>,
+    {
         let ctx = &self.ctx;
         let (ticket, invoke) = ctx.ledger.open(invocation);
-        let (call, op) = (ticket.call, ticket.op);
         ctx.record(invoke);
-        ctx.fire_stop_triggers(op, ticket.nth);
-        let faults = ctx.draws.draw(op, ticket.nth);
+        ctx.fire_stop_triggers(ticket.op, ticket.nth);
+        let faults = ctx.draws.draw(ticket.op, ticket.nth);
         let caller = Caller {
-            call,
+            call: ticket.call,
             replica: ctx.replica(),
             term: ticket.term,
         };
-        let request = request(caller, faults.revoke);
-        let exchange = async {
-            sleep_ms(faults.request_delay_ms).await;
-            if faults.reject {
-                return Err(CallError::rejected("injected: refused before applying"));
-            }
-            let answer = self
-                .endpoint
-                .call(addr(to), request)
-                .await
-                .map_err(|error| CallError::ambiguous(format!("network: {error}")))?;
-            sleep_ms(faults.reply_delay_ms).await;
-            if faults.ambiguous {
-                return Err(CallError::ambiguous("injected: applied, reply lost"));
-            }
-            Ok(if faults.corrupt {
-                garble(answer)
-            } else {
-                answer
-            })
-        };
         let timeout = Duration::from_millis(ctx.rpc_timeout_ms);
-        let result = match madsim::time::timeout(timeout, exchange).await {
+        let result = match madsim::time::timeout(timeout, exchange(caller, faults)).await {
             Ok(result) => result,
             Err(_) => Err(CallError::ambiguous(format!(
                 "no reply within {} ms",
@@ -81,6 +63,112 @@ impl SimPort {
         };
         ctx.record(ticket.returned(Outcome::of(&result, outcome)));
         result
+    }
+
+    /// One request and its reply, with the call's delays, refusal, lost
+    /// reply and garbling. A lost message surfaces as an ambiguous error.
+    async fn exchange<R: Request>(
+        &self,
+        faults: CallFaults,
+        request: R,
+        garble: impl FnOnce(R::Response) -> R::Response,
+    ) -> Result<R::Response, CallError> {
+        sleep_ms(faults.request_delay_ms).await;
+        if faults.reject {
+            return Err(CallError::rejected("injected: refused before applying"));
+        }
+        let answer = self.send(request).await?;
+        sleep_ms(faults.reply_delay_ms).await;
+        if faults.ambiguous {
+            return Err(CallError::ambiguous("injected: applied, reply lost"));
+        }
+        Ok(if faults.corrupt {
+            garble(answer)
+        } else {
+            answer
+        })
+    }
+
+    async fn send<R: Request>(&self, request: R) -> Result<R::Response, CallError> {
+        self.endpoint
+            .call(addr(DB_ADDR), request)
+            .await
+            .map_err(|error| CallError::ambiguous(format!("network: {error}")))
+    }
+
+    /// The fenced delete as the adapter runs it: `BEGIN`, the fence, the
+    /// `DELETE`, `COMMIT`, one round trip each. A transaction left open (the
+    /// fence refused, or the call gave up) is rolled back by [`Rollback`].
+    async fn delete_conversation(
+        &self,
+        caller: Caller,
+        faults: CallFaults,
+        (older_than_ms, limit, token): (i64, u32, u64),
+        open: &Rollback,
+    ) -> Result<Result<u64, String>, CallError> {
+        sleep_ms(faults.request_delay_ms).await;
+        if faults.reject {
+            return Err(CallError::rejected("injected: refused before applying"));
+        }
+        let txn = self.send(BeginReq { caller }).await?;
+        open.opened(txn);
+        if let Err(reason) = self.send(FenceReq { caller, txn, token }).await? {
+            return Ok(Err(reason));
+        }
+        let request = DeleteReq {
+            caller,
+            txn,
+            older_than_ms,
+            limit,
+        };
+        self.send(request).await?.map_err(CallError::ambiguous)?;
+        let committed = self.send(CommitReq { caller, txn }).await?;
+        open.closed();
+        let rows = committed.map_err(CallError::ambiguous)?;
+        sleep_ms(faults.reply_delay_ms).await;
+        if faults.ambiguous {
+            return Err(CallError::ambiguous("injected: applied, reply lost"));
+        }
+        Ok(Ok(rows))
+    }
+}
+
+/// The transaction a delete call has open. Dropped while one is open (the
+/// fence refused it, or the call timed out and its future was dropped), it
+/// sends `ROLLBACK` as tokio-postgres does, and keeps sending until the
+/// database acknowledges: a session's bytes are TCP's, delayed but not lost.
+struct Rollback {
+    port: SimPort,
+    caller: Caller,
+    txn: Mutex<Option<u64>>,
+}
+
+impl Rollback {
+    fn opened(&self, txn: u64) {
+        *self.txn.lock().expect("txn slot") = Some(txn);
+    }
+
+    fn closed(&self) {
+        self.txn.lock().expect("txn slot").take();
+    }
+}
+
+impl Drop for Rollback {
+    fn drop(&mut self) {
+        let Some(txn) = self.txn.lock().expect("txn slot").take() else {
+            return;
+        };
+        let (port, caller) = (self.port.clone(), self.caller);
+        madsim::task::spawn(async move {
+            let retry = Duration::from_millis(port.ctx.rpc_timeout_ms);
+            let request = || RollbackReq { caller, txn };
+            while port
+                .endpoint
+                .call_timeout(addr(DB_ADDR), request(), retry)
+                .await
+                .is_err()
+            {}
+        });
     }
 }
 
@@ -97,20 +185,17 @@ fn lease_outcome(answer: &Option<LeaseRec>) -> Outcome {
 impl LeaseService for SimPort {
     async fn acquire(&self, owner_id: &str) -> Result<Option<Lease>, CallError> {
         let owner = owner_id.to_owned();
-        let request = |caller, _| AcquireReq { caller, owner };
+        let exchange = |caller, faults| {
+            let garble = |answer: Option<LeaseRec>| {
+                answer.map(|lease| LeaseRec {
+                    owner: "intruder".into(),
+                    ..lease
+                })
+            };
+            self.exchange(faults, AcquireReq { caller, owner }, garble)
+        };
         let answer = self
-            .call(
-                Invocation::Acquire,
-                LEASE_ADDR,
-                request,
-                lease_outcome,
-                |answer| {
-                    answer.map(|lease| LeaseRec {
-                        owner: "intruder".into(),
-                        ..lease
-                    })
-                },
-            )
+            .call(Invocation::Acquire, exchange, lease_outcome)
             .await?;
         Ok(answer.as_ref().map(from_rec))
     }
@@ -121,19 +206,22 @@ impl LeaseService for SimPort {
         let invocation = Invocation::Renew {
             lease: lease.clone(),
         };
-        let request = |caller, revoke| RenewReq {
-            caller,
-            lease,
-            revoke,
-        };
-        let answer = self
-            .call(invocation, LEASE_ADDR, request, lease_outcome, |answer| {
+        let exchange = |caller, faults: CallFaults| {
+            let garble = move |answer: Option<LeaseRec>| {
                 answer.map(|lease| LeaseRec {
                     token: sent_token,
                     ..lease
                 })
-            })
-            .await?;
+            };
+            let revoke = faults.revoke;
+            let request = RenewReq {
+                caller,
+                lease,
+                revoke,
+            };
+            self.exchange(faults, request, garble)
+        };
+        let answer = self.call(invocation, exchange, lease_outcome).await?;
         Ok(answer.as_ref().map(from_rec))
     }
 
@@ -142,15 +230,9 @@ impl LeaseService for SimPort {
         let invocation = Invocation::Release {
             lease: lease.clone(),
         };
-        let request = |caller, _| ReleaseReq { caller, lease };
-        self.call(
-            invocation,
-            LEASE_ADDR,
-            request,
-            |_| Outcome::Done,
-            |answer| answer,
-        )
-        .await
+        let exchange =
+            |caller, faults| self.exchange(faults, ReleaseReq { caller, lease }, |answer| answer);
+        self.call(invocation, exchange, |_| Outcome::Done).await
     }
 }
 
@@ -166,11 +248,14 @@ impl RecordsRepository for SimPort {
             limit,
             token,
         };
-        let request = |caller, _| DeleteReq {
-            caller,
-            older_than_ms,
-            limit,
-            token,
+        let exchange = |caller, faults| async move {
+            let open = Rollback {
+                port: self.clone(),
+                caller,
+                txn: Mutex::new(None),
+            };
+            let args = (older_than_ms, limit, token);
+            self.delete_conversation(caller, faults, args, &open).await
         };
         let outcome = |answer: &Result<u64, String>| match answer {
             Ok(rows) => Outcome::Deleted(*rows),
@@ -179,7 +264,7 @@ impl RecordsRepository for SimPort {
                 detail: reason.clone(),
             },
         };
-        self.call(invocation, DB_ADDR, request, outcome, |answer| answer)
+        self.call(invocation, exchange, outcome)
             .await?
             .map_err(CallError::fenced)
     }

@@ -42,12 +42,34 @@ request!(
     RenewReq { lease: LeaseRec, revoke: bool } -> Option<LeaseRec>, 0x5e_a2
 );
 request!(ReleaseReq { lease: LeaseRec } -> (), 0x5e_a3);
+// The fenced delete is the adapter's conversation, one request per round
+// trip of `worker/src/pg/records.rs`: BEGIN, the fence, the DELETE, COMMIT
+// (or ROLLBACK, which the adapter sends when it gives up or is fenced).
 request!(
-    /// Answered with the rows deleted, or why FEN-2 refused.
-    DeleteReq { older_than_ms: i64, limit: u32, token: u64 } -> Result<u64, String>, 0x5e_a4
+    /// `BEGIN`: answered with the new transaction.
+    BeginReq {} -> u64, 0x5e_b1
+);
+request!(
+    /// The fence's `SELECT ... FOR SHARE`: `Ok` with the lock taken, or why
+    /// FEN-2 refused.
+    FenceReq { txn: u64, token: u64 } -> Result<(), String>, 0x5e_b2
+);
+request!(
+    /// `DELETE_OLDEST`: answered with the rows the statement deleted (they
+    /// go at `COMMIT`), or that the transaction is gone.
+    DeleteReq { txn: u64, older_than_ms: i64, limit: u32 } -> Result<u64, String>, 0x5e_b3
+);
+request!(
+    /// `COMMIT`: answered with the rows deleted, or that the transaction is
+    /// gone (rolled back by the server).
+    CommitReq { txn: u64 } -> Result<u64, String>, 0x5e_b4
+);
+request!(
+    /// `ROLLBACK`.
+    RollbackReq { txn: u64 } -> (), 0x5e_b5
 );
 
-pub(crate) const LEASE_ADDR: &str = "10.0.0.1:700";
+/// The one database, holding the lease row and the records.
 pub(crate) const DB_ADDR: &str = "10.0.0.2:700";
 
 pub(crate) fn addr(text: &str) -> SocketAddr {

@@ -103,7 +103,7 @@ fn a_delete_holds_the_lease_row_so_no_grant_commits_until_it_does() {
         );
         stall.commit().await.unwrap();
         let deleted = deleting.await.unwrap().expect("the fenced delete");
-        assert_eq!(deleted.value.len(), 10);
+        assert_eq!(deleted.value.rows.len(), 10);
         let renewed = renewing.await.unwrap().unwrap().expect("renewed");
         assert_eq!(renewed.value.fencing_token, 2);
         assert!(

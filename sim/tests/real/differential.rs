@@ -1,5 +1,6 @@
 //! Differential test: seeded sequences of lease and delete operations run
-//! against the simulator's models (`LeaseTable`, `RecordTable`) and against
+//! against the simulator's database model (`retention_sim::db::Database`,
+//! one statement at a time) and against
 //! PostgreSQL through the production adapters must agree on every answer:
 //! tokens, expiries, grants and refusals, releases, fencing rejections (with
 //! their reasons) and the exact rows deleted. Time is the one thing made
@@ -10,7 +11,7 @@ use std::fmt::Write as _;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use retention_worker::memory::{LeaseTable, RecordTable};
+use retention_sim::db::{Database, LeaseAnswer, LeaseStatement, Records};
 use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords, Pool};
 use retention_worker::{CallErrorKind, Lease};
 
@@ -119,8 +120,8 @@ impl Generator {
 }
 
 struct Model {
-    leases: LeaseTable,
-    records: RecordTable,
+    db: Database,
+    statements: u64,
     now_ms: i64,
 }
 
@@ -133,26 +134,50 @@ impl Model {
                 Answer::Nothing
             }
             Op::Insert(at) => {
-                self.records.insert(*at);
+                self.db.insert(*at);
                 Answer::Nothing
             }
-            Op::Acquire(owner) => Answer::Lease(self.leases.acquire(OWNERS[*owner], now)),
-            Op::Renew(lease) => Answer::Lease(self.leases.renew(lease, now)),
-            Op::Release(lease) => Answer::Cleared(self.leases.release(lease)),
+            Op::Acquire(owner) => {
+                let owner = OWNERS[*owner].to_owned();
+                self.lease(LeaseStatement::Acquire { owner })
+            }
+            Op::Renew(lease) => self.lease(LeaseStatement::Renew {
+                lease: lease.clone(),
+            }),
+            Op::Release(lease) => self.lease(LeaseStatement::Release {
+                lease: lease.clone(),
+            }),
             Op::Delete {
                 older_than_ms,
                 limit,
                 token,
-            } => match self.leases.check_fence(*token, now) {
-                Err(why) => Answer::Fenced(format!("token {token}: {why}")),
-                Ok(()) => Answer::Deleted(
-                    self.records
-                        .delete_older_than(*older_than_ms, *limit)
-                        .iter()
-                        .map(|row| (row.created_at_ms, row.id))
-                        .collect(),
-                ),
-            },
+            } => {
+                // The adapter's conversation: BEGIN, the fence, the delete,
+                // COMMIT (ROLLBACK when fenced).
+                let txn = self.db.begin();
+                if let Err(why) = self.db.fence(txn, *token, now) {
+                    self.db.rollback(txn, now);
+                    return Answer::Fenced(format!("token {token}: {why}"));
+                }
+                self.db.delete_oldest(txn, *older_than_ms, *limit);
+                let (rows, woken) = self.db.commit(txn, now);
+                assert!(woken.is_empty(), "nothing waits one statement at a time");
+                Answer::Deleted(rows.iter().map(|row| (row.created_at_ms, row.id)).collect())
+            }
+        }
+    }
+
+    /// A lease statement alone: nothing holds the row, so it applies now.
+    fn lease(&mut self, statement: LeaseStatement) -> Answer {
+        self.statements += 1;
+        let applied = self
+            .db
+            .update_lease(self.statements, statement, self.now_ms)
+            .expect("no open transaction to wait for");
+        match applied.answer {
+            LeaseAnswer::Granted(lease) => Answer::Lease(Some(lease)),
+            LeaseAnswer::Refused => Answer::Lease(None),
+            LeaseAnswer::Cleared { cleared } => Answer::Cleared(cleared),
         }
     }
 }
@@ -262,6 +287,7 @@ impl Postgres {
                 Ok(applied) => Answer::Deleted(
                     applied
                         .value
+                        .rows
                         .iter()
                         .map(|row| (row.created_at_ms, row.id))
                         .collect(),
@@ -285,8 +311,8 @@ fn the_models_and_postgresql_give_the_same_answers() {
         for seed in 0..SEQUENCES {
             pg.reset(start_ms).await;
             let mut model = Model {
-                leases: LeaseTable::new(TTL_MS),
-                records: RecordTable::new(),
+                db: Database::new(TTL_MS, Records::new()),
+                statements: 0,
                 now_ms: start_ms,
             };
             let mut generator = Generator {

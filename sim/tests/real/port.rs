@@ -210,6 +210,7 @@ impl RecordsRepository for Port {
                     Ok(applied) => {
                         let rows = applied
                             .value
+                            .rows
                             .iter()
                             .map(|row| RowRec {
                                 id: row.id,
@@ -217,13 +218,18 @@ impl RecordsRepository for Port {
                             })
                             .collect::<Vec<_>>();
                         let count = rows.len() as u64;
+                        // Stamped with the database's clock at the delete,
+                        // just before COMMIT: lease changes it waited out
+                        // sort after it, as the checker's FEN-2 expects.
                         let kind = EventKind::Deleted {
                             call,
                             token,
+                            fenced_at_ms: applied.at_us.div_euclid(1_000) - epoch_ms,
                             older_than_ms: older_than_ms - epoch_ms,
                             rows,
                         };
-                        r.log.record_at(applied.at_us, Actor::Db, term, kind);
+                        let at_us = applied.value.deleted_at_us;
+                        r.log.record_at(at_us, Actor::Db, term, kind);
                         Ok(count)
                     }
                     Err(error) if error.kind == CallErrorKind::Fenced => {

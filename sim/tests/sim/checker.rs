@@ -126,6 +126,7 @@ impl Script {
             EventKind::Deleted {
                 call: 2,
                 token: 1,
+                fenced_at_ms: 10,
                 older_than_ms: -990,
                 rows: Self::rows(1, 200),
             },
@@ -168,6 +169,7 @@ impl Script {
             EventKind::Deleted {
                 call: 4,
                 token: 2,
+                fenced_at_ms: 1_020,
                 older_than_ms: -990,
                 rows: Self::rows(201, 37),
             },
@@ -406,6 +408,63 @@ fn fen_2_the_database_accepting_a_stale_token() {
         }
     });
     assert_eq!(s.flagged(), vec!["FEN-2"]);
+}
+
+/// FEN-2 as PostgreSQL keeps it: the token is judged when the fence takes
+/// the lease row's share lock, and nothing may change the row until the
+/// delete commits; a commit after the lease's expiry is fine.
+#[test]
+fn fen_2_is_judged_at_the_fence_and_forbids_a_grant_before_the_commit() {
+    let committed_late = |fenced_at_ms: i64, grant_before_commit: bool| {
+        let mut s = Script::new();
+        let l1 = lease("r1", 1, 3_000);
+        s.at(0).call(1, 1, 1, Invocation::Acquire);
+        let granted = EventKind::Granted {
+            call: 1,
+            lease: l1.clone(),
+        };
+        s.service(Actor::Lease, 1, granted);
+        s.reply(1, 1, 1, OpKind::Acquire, Outcome::Lease(Some(l1)));
+        let delete = Invocation::Delete {
+            older_than_ms: -990,
+            limit: 200,
+            token: 1,
+        };
+        s.at(2_900).call(1, 1, 2, delete);
+        if grant_before_commit {
+            let successor = EventKind::Granted {
+                call: 3,
+                lease: lease("r2", 2, 6_100),
+            };
+            s.at(3_100).service(Actor::Lease, 1, successor);
+        }
+        let deleted = EventKind::Deleted {
+            call: 2,
+            token: 1,
+            fenced_at_ms,
+            older_than_ms: -990,
+            rows: Script::rows(1, 200),
+        };
+        s.at(3_500).service(Actor::Db, 1, deleted);
+        s.reply(1, 1, 2, OpKind::Delete, Outcome::Deleted(200));
+        check(&s.history())
+            .violations
+            .into_iter()
+            .filter(|v| v.clause == "FEN-2")
+            .map(|v| v.message)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(committed_late(2_950, false), Vec::<String>::new());
+    let expired = committed_late(3_000, false);
+    assert!(
+        expired[0].contains("fenced at 3000 ms while the lease was r1#1"),
+        "{expired:?}"
+    );
+    let granted = committed_late(2_950, true);
+    assert!(
+        granted[0].contains("changed at 3100 ms, between the delete's fence"),
+        "{granted:?}"
+    );
 }
 
 #[test]

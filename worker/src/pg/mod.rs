@@ -28,7 +28,7 @@ use std::time::Duration;
 pub use clock::SystemClock;
 pub use deadpool_postgres::Pool;
 pub use lease::PgLeaseService;
-pub use records::{DELETE_OLDEST, DeletedRow, PgRecords};
+pub use records::{DELETE_OLDEST, DeletedRow, FencedDelete, PgRecords};
 pub use schema::{MIGRATIONS, migrate};
 
 use crate::{CallError, WorkerConfig};

@@ -33,7 +33,9 @@ const FENCE_STATE: &str = "
     FROM retention_lease WHERE name = $1";
 
 /// The batch delete the fence guards: at most `$2` rows older than `$1`,
-/// oldest first, by primary key, returning `id, created_at_ms`. `SKIP
+/// oldest first, by primary key, returning `id, created_at_ms` and the
+/// database's clock as each row went (the last is the latest instant before
+/// `COMMIT` that the delete can report without another round trip). `SKIP
 /// LOCKED` keeps a delete from queueing behind rows another transaction (a
 /// manual cleanup, an application write) holds. Public so that a benchmark
 /// can run the very same statement without the fence.
@@ -45,7 +47,20 @@ pub const DELETE_OLDEST: &str = "
         ORDER BY created_at_ms, id
         LIMIT $2
         FOR UPDATE SKIP LOCKED)
-    RETURNING id, created_at_ms";
+    RETURNING id, created_at_ms, retention_now_us()";
+
+/// What a fenced delete committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FencedDelete {
+    /// The rows removed, oldest first.
+    pub rows: Vec<DeletedRow>,
+    /// The database's clock when the `DELETE` statement removed its last
+    /// row (the fence's instant when it removed none): after it, only the
+    /// `COMMIT`. While the fence's share lock is held no grant or release
+    /// of the lease row can commit, so every lease change the delete
+    /// waited out is later than this.
+    pub deleted_at_us: i64,
+}
 
 /// A row the fenced delete removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -71,14 +86,14 @@ impl PgRecords {
         Self { pool, options }
     }
 
-    /// The fenced delete, returning the rows removed (oldest first) and the
-    /// database's time of the fence check.
+    /// The fenced delete, returning the rows removed (oldest first) with
+    /// the database's time of the delete, and the time of the fence check.
     pub async fn delete_applied(
         &self,
         older_than_ms: i64,
         limit: u32,
         fencing_token: u64,
-    ) -> Result<Applied<Vec<DeletedRow>>, CallError> {
+    ) -> Result<Applied<FencedDelete>, CallError> {
         let token = to_sql_i64(fencing_token, "token")?;
         let limit = i64::from(limit);
         let name = self.options.lease_name.as_str();
@@ -127,7 +142,12 @@ impl PgRecords {
                 })
                 .collect::<Result<Vec<_>, CallError>>()?;
             rows.sort_unstable();
-            Ok(Applied { value: rows, at_us })
+            let deleted_at_us = deleted.iter().map(|row| row.get::<_, i64>(2)).max();
+            let value = FencedDelete {
+                rows,
+                deleted_at_us: deleted_at_us.unwrap_or(at_us),
+            };
+            Ok(Applied { value, at_us })
         })
         .await
     }
@@ -165,6 +185,6 @@ impl RecordsRepository for PgRecords {
         let applied = self
             .delete_applied(older_than_ms, limit, fencing_token)
             .await?;
-        Ok(applied.value.len() as u64)
+        Ok(applied.value.rows.len() as u64)
     }
 }
