@@ -138,8 +138,12 @@ fn fence_held(
     seq: usize,
     found: &mut Findings,
 ) {
-    let after = changes.iter().filter(|(at_ms, ..)| *at_ms > fenced_at_ms);
-    if let Some((at_ms, changed, _)) = after.clone().next() {
+    // Changes are in time order: those after the fence are at the end.
+    let after = changes
+        .iter()
+        .rev()
+        .take_while(|(at_ms, ..)| *at_ms > fenced_at_ms);
+    if let Some((at_ms, changed, _)) = after.last() {
         let message = format!(
             "the lease row changed at {at_ms} ms, between the delete's fence at \
              {fenced_at_ms} ms and its commit"

@@ -1,8 +1,9 @@
-//! The lease and record models the simulated services run, at the
+//! The lease row and the records table the simulated database runs, at the
 //! boundaries the checker relies on: a lease is held strictly before its
 //! expiry, and a row is old strictly before the cutoff.
 
-use retention_worker::memory::{FenceRejection, LeaseTable, RecordTable};
+use retention_sim::db::Records;
+use retention_worker::memory::{FenceRejection, LeaseTable};
 
 #[test]
 fn a_lease_lapses_exactly_at_its_expiry() {
@@ -35,20 +36,24 @@ fn a_lease_lapses_exactly_at_its_expiry() {
 
 #[test]
 fn a_row_at_the_cutoff_is_not_old() {
-    let mut rows = RecordTable::new();
+    let mut rows = Records::new();
     for created_at_ms in [98, 99, 100, 101] {
         rows.insert(created_at_ms);
     }
     assert_eq!(rows.count_older_than(100), 2);
     let deleted: Vec<i64> = rows
-        .delete_older_than(100, 10)
+        .lock_oldest(1, 100, 10)
         .iter()
         .map(|r| r.created_at_ms)
         .collect();
     assert_eq!(deleted, vec![98, 99]);
-    assert_eq!((rows.len(), rows.is_empty()), (2, false));
     assert_eq!(
-        rows.delete_older_than(1_000, 1).len(),
+        (rows.len(), rows.is_empty()),
+        (4, false),
+        "gone only at commit"
+    );
+    assert_eq!(
+        rows.lock_oldest(2, 1_000, 1).len(),
         1,
         "the limit bounds a batch"
     );
