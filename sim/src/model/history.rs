@@ -225,6 +225,16 @@ pub enum EventKind {
         /// Why.
         reason: String,
     },
+    /// Call `call`'s lease statement found the lease row share-locked by the
+    /// fences of the deletes `behind` (their call numbers) and waits.
+    LockWait {
+        /// The waiting call.
+        call: u64,
+        /// Its operation.
+        op: OpKind,
+        /// The delete calls whose transactions hold the row.
+        behind: Vec<u64>,
+    },
     /// The database rolled back call `call`'s transaction (asked by a
     /// client that gave up or was fenced, or on its own when the client's
     /// connection was gone); `rows` it had deleted are back.

@@ -149,6 +149,14 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
             Some(*token),
             format!("call {call} {reason}"),
         ),
+        K::LockWait { call, op, behind } => {
+            let behind: Vec<String> = behind.iter().map(|c| format!("call {c}")).collect();
+            (
+                "waits".into(),
+                None,
+                format!("call {call} {} behind {}", op.name(), behind.join(", ")),
+            )
+        }
         K::RolledBack { call, rows } => (
             "rolled back".into(),
             None,

@@ -97,12 +97,19 @@ impl DbNode {
             let mut state = self.state.lock().expect("db state");
             state.next_statement += 1;
             let id = state.next_statement;
+            let op = match &statement {
+                LeaseStatement::Acquire { .. } => OpKind::Acquire,
+                LeaseStatement::Renew { .. } | LeaseStatement::Revoke { .. } => OpKind::Renew,
+                LeaseStatement::Release { .. } => OpKind::Release,
+            };
             match state.db.update_lease(id, statement, now_ms) {
                 Some(applied) => Ok(applied),
                 None => {
                     let (sender, answer) = oneshot::channel();
                     state.waiting.insert(id, (caller, sender));
-                    Err(answer)
+                    let behind = state.db.fence_holders();
+                    let behind = behind.iter().map(|txn| state.txns[txn].caller.call);
+                    Err((answer, op, behind.collect()))
                 }
             }
         };
@@ -111,7 +118,15 @@ impl DbNode {
                 self.record_lease(caller, &applied);
                 applied.answer
             }
-            Err(answer) => answer.await.expect("the database answers every waiter"),
+            Err((answer, op, behind)) => {
+                let kind = EventKind::LockWait {
+                    call: caller.call,
+                    op,
+                    behind,
+                };
+                self.record(caller, Actor::Lease, kind);
+                answer.await.expect("the database answers every waiter")
+            }
         }
     }
 
