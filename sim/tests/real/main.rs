@@ -12,6 +12,7 @@
 //! history log.
 
 mod adapters;
+mod concurrent;
 mod differential;
 mod faults;
 mod log;

@@ -4,12 +4,15 @@
 use super::{Applied, PgOptions, Pool, bounded, client, db_error, from_sql_u64, to_sql_i64};
 use crate::{CallError, Lease, LeaseService};
 
+// The statements are public so that the concurrent differential test
+// (`sim/tests/real/concurrent.rs`) runs the very SQL the adapter runs.
+
 /// Grants iff the row is absent, released, or expired. `clock` is evaluated
 /// once, before any wait for the row lock: expiry is judged at that instant,
 /// and a lease renewed meanwhile fails the re-checked `WHERE`. The applied-at
 /// time is read in `RETURNING`, after the lock, so it orders this grant after
 /// whatever it waited for.
-const ACQUIRE: &str = "
+pub const ACQUIRE: &str = "
     WITH clock AS (SELECT retention_now_us() AS now_us)
     INSERT INTO retention_lease AS l (name, owner, token, expires_at_ms)
     SELECT $1, $2, 1, clock.now_us / 1000 + $3 FROM clock
@@ -22,7 +25,7 @@ const ACQUIRE: &str = "
     RETURNING l.owner, l.token, l.expires_at_ms, retention_now_us()";
 
 /// Replaces exactly the current, unexpired lease with the next token.
-const RENEW: &str = "
+pub const RENEW: &str = "
     WITH clock AS (SELECT retention_now_us() AS now_us)
     UPDATE retention_lease AS l
         SET token = l.token + 1,
@@ -34,7 +37,7 @@ const RENEW: &str = "
 
 /// Clears the holder iff it is exactly the lease named (REL-2). The token
 /// stays in the row so the next grant continues the sequence.
-const RELEASE: &str = "
+pub const RELEASE: &str = "
     UPDATE retention_lease
         SET owner = NULL
         WHERE name = $1 AND owner = $2 AND token = $3 AND expires_at_ms = $4

@@ -27,8 +27,8 @@ use std::time::Duration;
 
 pub use clock::SystemClock;
 pub use deadpool_postgres::Pool;
-pub use lease::PgLeaseService;
-pub use records::{DELETE_OLDEST, DeletedRow, FencedDelete, PgRecords};
+pub use lease::{ACQUIRE, PgLeaseService, RELEASE, RENEW};
+pub use records::{DELETE_OLDEST, DeletedRow, FENCE, FencedDelete, PgRecords};
 pub use schema::{MIGRATIONS, migrate};
 
 use crate::{CallError, WorkerConfig};

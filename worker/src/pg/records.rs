@@ -19,7 +19,7 @@ use crate::{CallError, RecordsRepository};
 /// Locks the lease row iff `token` is its current, unexpired token; returns
 /// the database's time of the check. `clock` is evaluated once, so the time
 /// returned is the time judged.
-const FENCE: &str = "
+pub const FENCE: &str = "
     WITH clock AS (SELECT retention_now_us() AS now_us)
     SELECT clock.now_us
     FROM retention_lease AS l, clock
