@@ -9,8 +9,8 @@
 //!   hands the row to the longest waiter first).
 //! - A share request is granted at once when only updates are waiting:
 //!   PostgreSQL sleeps only on a lock that conflicts with the row's current
-//!   holders, so share lockers pass a queued update. (To be checked against
-//!   a real server by the concurrent differential test.)
+//!   holders, so share lockers pass a queued update (observed on a real
+//!   server by `sim/tests/real/concurrent.rs`).
 //! - An autocommitted update holds the row only for its own instant, so a
 //!   share request never finds one holding it.
 

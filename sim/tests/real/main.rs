@@ -1,15 +1,18 @@
 //! Real-mode tests: the worker's PostgreSQL adapters and runner against a
-//! throwaway PostgreSQL server, the simulator's models checked against the
-//! database (differential), and three replicas on tokio whose history the
+//! throwaway PostgreSQL server, the simulator's database model checked
+//! against the real one (one statement at a time, and in concurrent
+//! interleavings), and three replicas on tokio whose history the
 //! simulator's checker judges.
 //!
 //! Map: `test_support::TempServer` (`worker/test-support`) starts a
 //! throwaway server per test (installing Debian's package if the binaries
-//! are missing, failing with the command otherwise); `adapters.rs` and `differential.rs` test the adapters and runner;
-//! `real_mode.rs` is the real-mode test, `world.rs` its run and phases,
-//! `replica.rs` a replica's lifecycle, `port.rs` the recording, faulty view
-//! of the adapters, `faults.rs` the freeze (fault draws are `retention_sim::calls`), `log.rs` the
-//! history log.
+//! are missing, failing with the command otherwise); `adapters.rs` tests
+//! the adapters and runner; `differential.rs` and `concurrent.rs` compare
+//! the model with the server; `real_mode.rs` is the real-mode test,
+//! `world.rs` its run and phases, `replica.rs` a replica's lifecycle,
+//! `port.rs` the recording, faulty view of the adapters, `faults.rs` the
+//! freeze (fault draws are `retention_sim::calls`), `log.rs` the history
+//! log.
 
 mod adapters;
 mod concurrent;
