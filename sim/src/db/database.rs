@@ -83,11 +83,13 @@ struct Waiting {
     started_ms: i64,
 }
 
-/// An open transaction of the fenced delete.
+/// An open transaction.
 #[derive(Debug, Clone, Default)]
 struct Txn {
     /// Rows its `DELETE` locked, to go at `COMMIT`.
     deleted: Vec<RowRec>,
+    /// Rows it only locked (`SELECT ... FOR UPDATE`), to be freed at its end.
+    held: Vec<RowRec>,
 }
 
 /// One PostgreSQL database holding the lease row and the records.
@@ -222,6 +224,19 @@ impl Database {
         rows
     }
 
+    /// `SELECT ... FOR UPDATE SKIP LOCKED` of the `limit` oldest rows, as
+    /// another client of the database might run: the rows stay, locked by
+    /// `txn` until it ends.
+    pub fn lock_oldest(&mut self, txn: TxnId, limit: u32) -> Vec<RowRec> {
+        let rows = self.records.lock_oldest(txn, i64::MAX, limit);
+        let open = self
+            .txns
+            .get_mut(&txn)
+            .expect("a lock outside a transaction");
+        open.held.extend_from_slice(&rows);
+        rows
+    }
+
     /// `COMMIT` at `now_ms`: `txn`'s deleted rows go, its locks end, and the
     /// lease statements that were waiting for the row apply now. Returns
     /// the rows deleted and the statements applied, in order.
@@ -231,6 +246,7 @@ impl Database {
             .remove(&txn)
             .expect("commit of an open transaction");
         self.records.remove_locked(txn, &open.deleted);
+        self.records.unlock(txn, &open.held);
         (open.deleted, self.end_locks(txn, now_ms))
     }
 
@@ -242,6 +258,7 @@ impl Database {
             return Vec::new();
         };
         self.records.unlock(txn, &open.deleted);
+        self.records.unlock(txn, &open.held);
         self.end_locks(txn, now_ms)
     }
 

@@ -140,6 +140,17 @@ pub enum FaultEvent {
         #[serde(default)]
         reply_delay_ms: u64,
     },
+    /// Another client of the database (an application transaction, a manual
+    /// cleanup) locks the `rows` oldest records `FOR UPDATE` at `at_ms` and
+    /// holds them for `for_ms`: deletes skip them (`SKIP LOCKED`).
+    HoldRows {
+        /// When the other client takes the locks.
+        at_ms: u64,
+        /// How long it holds them.
+        for_ms: u64,
+        /// How many of the oldest rows it locks.
+        rows: u32,
+    },
     /// `callers` tasks call `stop()` the moment replica `replica` issues its
     /// `nth` call of `op`, so that stop races that call in flight.
     StopDuring {
@@ -155,23 +166,25 @@ pub enum FaultEvent {
 }
 
 impl FaultEvent {
-    /// The replica the event targets.
-    pub fn replica(&self) -> u32 {
+    /// The replica the event targets, if it targets one.
+    pub fn replica(&self) -> Option<u32> {
         match self {
             Self::Pause { replica, .. }
             | Self::Crash { replica, .. }
             | Self::Stop { replica, .. }
             | Self::StopDuring { replica, .. }
-            | Self::CallFault { replica, .. } => *replica,
+            | Self::CallFault { replica, .. } => Some(*replica),
+            Self::HoldRows { .. } => None,
         }
     }
 
     /// When the event happens, for events tied to a time.
     pub fn at_ms(&self) -> Option<u64> {
         match self {
-            Self::Pause { at_ms, .. } | Self::Crash { at_ms, .. } | Self::Stop { at_ms, .. } => {
-                Some(*at_ms)
-            }
+            Self::Pause { at_ms, .. }
+            | Self::Crash { at_ms, .. }
+            | Self::Stop { at_ms, .. }
+            | Self::HoldRows { at_ms, .. } => Some(*at_ms),
             Self::StopDuring { .. } | Self::CallFault { .. } => None,
         }
     }

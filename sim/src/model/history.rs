@@ -235,6 +235,18 @@ pub enum EventKind {
         /// The delete calls whose transactions hold the row.
         behind: Vec<u64>,
     },
+    /// Another client locked `rows` of the oldest records `FOR UPDATE`.
+    RowsHeld {
+        /// Rows it locked.
+        rows: u64,
+        /// For how long.
+        for_ms: u64,
+    },
+    /// That client ended its transaction: the rows are free again.
+    RowsFreed {
+        /// Rows it had locked.
+        rows: u64,
+    },
     /// The database rolled back call `call`'s transaction (asked by a
     /// client that gave up or was fenced, or on its own when the client's
     /// connection was gone); `rows` it had deleted are back.

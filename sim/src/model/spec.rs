@@ -191,12 +191,10 @@ impl RunSpec {
             return fail("rpc_timeout_ms".into(), "must be > 0".into());
         }
         for (index, event) in self.events.iter().enumerate() {
-            if !(1..=self.replicas).contains(&event.replica()) {
-                let problem = format!(
-                    "replica {} does not exist (1..={})",
-                    event.replica(),
-                    self.replicas
-                );
+            if let Some(replica) = event.replica()
+                && !(1..=self.replicas).contains(&replica)
+            {
+                let problem = format!("replica {replica} does not exist (1..={})", self.replicas);
                 return fail(format!("events[{index}].replica"), problem);
             }
             let callers = match event {

@@ -128,6 +128,11 @@ fn describe_event(event: &FaultEvent) -> String {
                 op.name()
             )
         }
+        FaultEvent::HoldRows {
+            at_ms,
+            for_ms,
+            rows,
+        } => format!("another client locks the {rows} oldest rows at {at_ms} ms for {for_ms} ms"),
         FaultEvent::CallFault {
             replica,
             op,

@@ -157,6 +157,12 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
                 format!("call {call} {} behind {}", op.name(), behind.join(", ")),
             )
         }
+        K::RowsHeld { rows, for_ms } => (
+            "rows held".into(),
+            None,
+            format!("another client locks {rows} oldest rows for {for_ms} ms"),
+        ),
+        K::RowsFreed { rows } => ("rows freed".into(), None, format!("{rows} rows unlocked")),
         K::RolledBack { call, rows } => (
             "rolled back".into(),
             None,

@@ -23,7 +23,19 @@ pub(crate) async fn inject(
             .unwrap_or(0);
         madsim::time::sleep(Duration::from_millis(wait_ms))
     };
-    let replica = &replicas[event.replica() as usize - 1];
+    let Some(index) = event.replica() else {
+        if let FaultEvent::HoldRows {
+            at_ms,
+            for_ms,
+            rows,
+        } = event
+        {
+            sleep_until(at_ms).await;
+            db.hold_rows(rows, for_ms).await;
+        }
+        return;
+    };
+    let replica = &replicas[index as usize - 1];
     let actor = Actor::Replica(replica.ctx.replica());
     let term = || replica.ctx.ledger.term();
     match event {
@@ -61,7 +73,9 @@ pub(crate) async fn inject(
             sleep_until(at_ms).await;
             replica.ctx.spawn_stops(callers);
         }
-        FaultEvent::StopDuring { .. } | FaultEvent::CallFault { .. } => {}
+        FaultEvent::StopDuring { .. }
+        | FaultEvent::CallFault { .. }
+        | FaultEvent::HoldRows { .. } => {}
     }
 }
 

@@ -335,6 +335,37 @@ impl DbNode {
         }
     }
 
+    /// Another client locks the `rows` oldest records for `for_ms`, then
+    /// ends its transaction.
+    pub async fn hold_rows(&self, rows: u32, for_ms: u64) {
+        let (txn, locked) = {
+            let mut state = self.state.lock().expect("db state");
+            let txn = state.db.begin();
+            let locked = state.db.lock_oldest(txn, rows).len() as u64;
+            (txn, locked)
+        };
+        let nobody = Caller {
+            call: 0,
+            replica: 0,
+            term: 0,
+        };
+        let held = EventKind::RowsHeld {
+            rows: locked,
+            for_ms,
+        };
+        self.record(nobody, Actor::Db, held);
+        madsim::time::sleep(Duration::from_millis(for_ms)).await;
+        let now_ms = self.recorder.now_ms();
+        let applied = self
+            .state
+            .lock()
+            .expect("db state")
+            .db
+            .rollback(txn, now_ms);
+        self.record(nobody, Actor::Db, EventKind::RowsFreed { rows: locked });
+        self.deliver(applied);
+    }
+
     /// Autocommitted inserts of `count` rows written now.
     pub fn insert_arrivals(&self, count: u32) {
         let now_ms = self.recorder.now_ms();
