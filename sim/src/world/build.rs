@@ -11,11 +11,12 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::clock::SimClock;
+use super::db_node::DbNode;
 use super::inject::{inject, settle_stops};
 use super::recorder::Recorder;
 use super::replica::{ReplicaCtx, replica_process};
 use super::seam::WorkerFactory;
-use super::services::{DbNode, database};
+use super::services::database;
 use crate::calls::{CallLedger, FaultDraws};
 use crate::db::Records;
 use crate::model::{Actor, EventKind, FaultEvent, Header, History, RunSpec};

@@ -7,8 +7,8 @@ use std::time::Duration;
 use madsim::runtime::Handle;
 
 use super::build::Replica;
+use super::db_node::DbNode;
 use super::recorder::Recorder;
-use super::services::DbNode;
 use crate::model::{Actor, EventKind, FaultEvent};
 
 pub(crate) async fn inject(

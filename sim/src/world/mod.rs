@@ -5,6 +5,7 @@
 
 mod build;
 mod clock;
+mod db_node;
 mod inject;
 mod port;
 mod recorder;
