@@ -82,6 +82,10 @@ pub struct RunArgs {
     /// Stop REPLICA when it issues its NTH call of OP: `REPLICA:OP:NTH[:CALLERS]`.
     #[arg(long, value_name = "R:OP:NTH[:CALLERS]", long_help = stop_during_help())]
     pub stop_during: Vec<String>,
+    /// Another database client locks the ROWS oldest rows FOR UPDATE at
+    /// AT_MS for FOR_MS (deletes skip them): `AT_MS:FOR_MS:ROWS`.
+    #[arg(long, value_name = "AT:FOR:ROWS")]
+    pub hold_rows: Vec<String>,
     /// Also write the history as JSON lines to this file.
     #[arg(long)]
     pub jsonl: Option<std::path::PathBuf>,
@@ -223,6 +227,14 @@ pub fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
     }
     for text in &args.stop_during {
         spec.events.push(parse_stop_during(text)?);
+    }
+    for text in &args.hold_rows {
+        let [at_ms, for_ms, rows] = numbers::<3>("--hold-rows", text)?;
+        spec.events.push(FaultEvent::HoldRows {
+            at_ms,
+            for_ms,
+            rows: small(rows)?,
+        });
     }
     spec.validate().map_err(|error| error.to_string())?;
     Ok(spec)
