@@ -48,7 +48,10 @@ fn bad_input_exits_2_naming_the_problem() {
             "faults.reject_permille",
         ),
         (&["run", "--pause", "2:100"], "expected 3 numbers"),
-        (&["run", "--hold-rows", "1:2"], "--hold-rows \"1:2\": expected 3 numbers"),
+        (
+            &["run", "--hold-rows", "1:2"],
+            "--hold-rows \"1:2\": expected 3 numbers",
+        ),
         (
             &["run", "--replicas", "2", "--crash", "3:100:100"],
             "events[0].replica",

@@ -92,6 +92,12 @@ impl DbNode {
         if !state.db.is_open(txn) {
             return Err(gone(txn));
         }
+        // The client sends COMMIT only after its DELETE answered; a COMMIT
+        // overtaking its own session's statement would be a harness bug.
+        assert!(
+            !state.txns[&txn].running,
+            "COMMIT while a statement of {txn} runs"
+        );
         let (rows, applied) = state.db.commit(txn, now_ms);
         let info = state.txns.remove(&txn).expect("an open txn is known");
         drop(state);
