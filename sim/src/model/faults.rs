@@ -23,8 +23,10 @@ pub struct FaultConfig {
     /// Chance that the lease service revokes the lease on a renewal and
     /// answers `None`, so another replica may take over.
     pub null_renew_permille: u32,
-    /// Chance that madsim's network drops any message, request or reply;
-    /// the caller sees a timeout.
+    /// Chance that the network loses any packet, request or reply. The
+    /// database connections are TCP: a lost packet is retransmitted after
+    /// 200 ms (doubling each time it is lost again), so it arrives late,
+    /// and a call whose messages are late enough times out.
     pub packet_loss_permille: u32,
     /// Each replica's clock is skewed by a fixed amount in
     /// `-clock_skew_ms_max..=clock_skew_ms_max`.

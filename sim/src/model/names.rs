@@ -204,7 +204,7 @@ named! {
         AmbiguousPermille => "ambiguous_permille",
         /// Chance a renewal revokes the lease and answers null.
         NullRenewPermille => "null_renew_permille",
-        /// Chance madsim's network drops a message.
+        /// Chance the network loses a packet (TCP retransmits it, late).
         PacketLossPermille => "packet_loss_permille",
         /// Bound of each replica's fixed clock skew.
         ClockSkewMsMax => "clock_skew_ms_max",

@@ -17,6 +17,7 @@ use super::recorder::Recorder;
 use super::replica::{ReplicaCtx, replica_process};
 use super::seam::WorkerFactory;
 use super::services::database;
+use super::session::Kernel;
 use crate::calls::{CallLedger, FaultDraws};
 use crate::db::Records;
 use crate::model::{Actor, EventKind, FaultEvent, Header, History, RunSpec};
@@ -31,14 +32,17 @@ pub fn runtime(spec: &RunSpec) -> Runtime {
     runtime
 }
 
+/// Keeps the replicas' network draws apart from every other draw.
+const NET_SALT: u64 = 0x4E45_5457_4F52_4B00;
+
 /// Simulated time past the end of the schedule after which a run is stuck.
 const STUCK_AFTER_MS: u64 = 600_000;
 
-/// madsim's configuration for `spec`: its default latency, plus packet loss.
-fn network(spec: &RunSpec) -> madsim::Config {
-    let mut config = madsim::Config::default();
-    config.net.packet_loss_rate = f64::from(spec.faults.packet_loss_permille) / 1_000.0;
-    config
+/// madsim's configuration for `spec`: its default latency. Its packet loss
+/// stays off: every message is a database connection's, and TCP delays a
+/// lost packet rather than losing it (`session.rs` models that).
+fn network(_spec: &RunSpec) -> madsim::Config {
+    madsim::Config::default()
 }
 
 /// The longest a `stop()` may take: two calls in flight that run into their
@@ -102,6 +106,7 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
     let next_call = Arc::new(AtomicU64::new(0));
     let mut skews_ms = Vec::new();
     let mut replicas = Vec::new();
+    let mut kernel_nodes = Vec::new();
     for index in 1..=spec.replicas {
         let drawn_ms = if skew_max > 0 {
             plan_rng.gen_range(-skew_max..=skew_max)
@@ -134,8 +139,20 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
             index,
             &spec.events,
         );
+        let kernel_node = handle
+            .create_node()
+            .name(format!("r{index}-kernel"))
+            .ip(ip(2, u8::try_from(index).expect("1..=5")))
+            .build();
+        // Its own stream, not the plan's: a run without packet loss draws
+        // nothing from it, so turning loss on moves no other draw.
+        let net_rng = ChaCha8Rng::seed_from_u64(spec.seed ^ NET_SALT ^ u64::from(index));
+        let loss = spec.faults.packet_loss_permille;
+        let kernel = Arc::new(Kernel::new(kernel_node.clone(), db.clone(), loss, net_rng));
+        kernel_nodes.push(kernel_node);
         let ctx = Arc::new(ReplicaCtx {
             recorder: recorder.clone(),
+            kernel,
             ledger: CallLedger::new(index, next_call.clone()),
             draws,
             rpc_timeout_ms: spec.rpc_timeout_ms,
@@ -217,6 +234,7 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
     for node in service_nodes
         .iter()
         .chain(replica_nodes)
+        .chain(kernel_nodes.iter())
         .chain([&faults_node])
     {
         handle.kill(node.id());

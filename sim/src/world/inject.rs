@@ -58,10 +58,9 @@ pub(crate) async fn inject(
             replica.ctx.stops_pending.store(0, Ordering::Relaxed);
             replica.ctx.worker.lock().expect("worker slot").take();
             handle.kill(replica.node.id());
-            // The kernel closes a dead process's sockets at once: the
-            // database sees the connections end and rolls back their
-            // transactions as soon as each is idle.
-            db.disconnect(replica.ctx.replica());
+            // The kernel closes a dead process's sockets after what they
+            // had sent: the database then rolls back their transactions.
+            replica.ctx.kernel.process_died();
             madsim::time::sleep(Duration::from_millis(restart_after_ms)).await;
             recorder.record(actor, term(), EventKind::Restarted);
             replica.ctx.alive.store(true, Ordering::Relaxed);

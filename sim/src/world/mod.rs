@@ -1,6 +1,6 @@
 //! The madsim boundary: simulated clock, network messages, the replicas'
-//! port, the service nodes, the replica process and the fault schedule, put
-//! together into one world. Uses `model` and `calls`; the seam names what it
+//! port and their TCP connections, the database node, the replica process
+//! and the fault schedule, put together into one world. Uses `model` and `calls`; the seam names what it
 //! needs from a worker.
 
 mod build;
@@ -12,6 +12,7 @@ mod recorder;
 mod replica;
 mod seam;
 mod services;
+mod session;
 mod wire;
 
 pub use build::{runtime, simulate};

@@ -1,19 +1,19 @@
 //! A replica's view of the database: every call is recorded, meets its
-//! drawn and chosen faults, and goes over madsim's network with a timeout;
-//! a fenced delete is the adapter's whole conversation.
+//! drawn and chosen faults, and goes over a connection of its own with a
+//! timeout; a fenced delete is the adapter's whole conversation.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
 use retention_worker::{CallError, Lease, LeaseService, RecordsRepository};
 
 use super::replica::ReplicaCtx;
+use super::session::Session;
 use super::wire::{
-    AcquireReq, BeginReq, Caller, CommitReq, DB_ADDR, DeleteReq, FenceReq, ReleaseReq, RenewReq,
-    RollbackReq, addr, from_rec, to_rec,
+    AcquireReq, BeginReq, Caller, CommitReq, DeleteReq, FenceReq, ReleaseReq, RenewReq,
+    RollbackReq, from_rec, to_rec,
 };
 use crate::calls::CallFaults;
 use crate::model::{FailureKind, Invocation, LeaseRec, Outcome};
@@ -24,12 +24,11 @@ use crate::model::{FailureKind, Invocation, LeaseRec, Outcome};
 #[derive(Clone)]
 pub struct SimPort {
     ctx: Arc<ReplicaCtx>,
-    endpoint: Arc<Endpoint>,
 }
 
 impl SimPort {
-    pub(crate) fn new(ctx: Arc<ReplicaCtx>, endpoint: Arc<Endpoint>) -> Self {
-        Self { ctx, endpoint }
+    pub(crate) fn new(ctx: Arc<ReplicaCtx>) -> Self {
+        Self { ctx }
     }
 
     /// Records the call, draws its faults, runs `exchange` under the call
@@ -65,10 +64,11 @@ impl SimPort {
         result
     }
 
-    /// One request and its reply, with the call's delays, refusal, lost
-    /// reply and garbling. A lost message surfaces as an ambiguous error.
+    /// One request and its reply on a connection of its own, with the
+    /// call's delays, refusal, lost reply and garbling.
     async fn exchange<R: Request>(
         &self,
+        caller: Caller,
         faults: CallFaults,
         request: R,
         garble: impl FnOnce(R::Response) -> R::Response,
@@ -77,7 +77,7 @@ impl SimPort {
         if faults.reject {
             return Err(CallError::rejected("injected: refused before applying"));
         }
-        let answer = self.send(request).await?;
+        let answer = self.ctx.kernel.connect(caller.call).call(request).await?;
         sleep_ms(faults.reply_delay_ms).await;
         if faults.ambiguous {
             return Err(CallError::ambiguous("injected: applied, reply lost"));
@@ -89,18 +89,12 @@ impl SimPort {
         })
     }
 
-    async fn send<R: Request>(&self, request: R) -> Result<R::Response, CallError> {
-        self.endpoint
-            .call(addr(DB_ADDR), request)
-            .await
-            .map_err(|error| CallError::ambiguous(format!("network: {error}")))
-    }
-
     /// The fenced delete as the adapter runs it: `BEGIN`, the fence, the
     /// `DELETE`, `COMMIT`, one round trip each. A transaction left open (the
     /// fence refused, or the call gave up) is rolled back by [`Rollback`].
     async fn delete_conversation(
         &self,
+        session: &Session,
         caller: Caller,
         faults: CallFaults,
         (older_than_ms, limit, token): (i64, u32, u64),
@@ -110,9 +104,9 @@ impl SimPort {
         if faults.reject {
             return Err(CallError::rejected("injected: refused before applying"));
         }
-        let txn = self.send(BeginReq { caller }).await?;
+        let txn = session.call(BeginReq { caller }).await?;
         open.opened(txn);
-        if let Err(reason) = self.send(FenceReq { caller, txn, token }).await? {
+        if let Err(reason) = session.call(FenceReq { caller, txn, token }).await? {
             return Ok(Err(reason));
         }
         let request = DeleteReq {
@@ -121,9 +115,10 @@ impl SimPort {
             older_than_ms,
             limit,
         };
-        self.send(request).await?.map_err(CallError::ambiguous)?;
-        let committed = self.send(CommitReq { caller, txn }).await?;
+        session.call(request).await?.map_err(CallError::ambiguous)?;
+        // As tokio-postgres: once COMMIT is sent, no ROLLBACK follows it.
         open.closed();
+        let committed = session.call(CommitReq { caller, txn }).await?;
         let rows = committed.map_err(CallError::ambiguous)?;
         sleep_ms(faults.reply_delay_ms).await;
         if faults.ambiguous {
@@ -135,10 +130,10 @@ impl SimPort {
 
 /// The transaction a delete call has open. Dropped while one is open (the
 /// fence refused it, or the call timed out and its future was dropped), it
-/// sends `ROLLBACK` as tokio-postgres does, and keeps sending until the
-/// database acknowledges: a session's bytes are TCP's, delayed but not lost.
+/// sends `ROLLBACK` on the call's connection, after whatever the call had
+/// already sent, as tokio-postgres does.
 struct Rollback {
-    port: SimPort,
+    session: Arc<Session>,
     caller: Caller,
     txn: Mutex<Option<u64>>,
 }
@@ -155,20 +150,10 @@ impl Rollback {
 
 impl Drop for Rollback {
     fn drop(&mut self) {
-        let Some(txn) = self.txn.lock().expect("txn slot").take() else {
-            return;
-        };
-        let (port, caller) = (self.port.clone(), self.caller);
-        madsim::task::spawn(async move {
-            let retry = Duration::from_millis(port.ctx.rpc_timeout_ms);
-            let request = || RollbackReq { caller, txn };
-            while port
-                .endpoint
-                .call_timeout(addr(DB_ADDR), request(), retry)
-                .await
-                .is_err()
-            {}
-        });
+        if let Some(txn) = self.txn.lock().expect("txn slot").take() {
+            let caller = self.caller;
+            self.session.send(RollbackReq { caller, txn });
+        }
     }
 }
 
@@ -192,7 +177,7 @@ impl LeaseService for SimPort {
                     ..lease
                 })
             };
-            self.exchange(faults, AcquireReq { caller, owner }, garble)
+            self.exchange(caller, faults, AcquireReq { caller, owner }, garble)
         };
         let answer = self
             .call(Invocation::Acquire, exchange, lease_outcome)
@@ -219,7 +204,7 @@ impl LeaseService for SimPort {
                 lease,
                 revoke,
             };
-            self.exchange(faults, request, garble)
+            self.exchange(caller, faults, request, garble)
         };
         let answer = self.call(invocation, exchange, lease_outcome).await?;
         Ok(answer.as_ref().map(from_rec))
@@ -230,8 +215,11 @@ impl LeaseService for SimPort {
         let invocation = Invocation::Release {
             lease: lease.clone(),
         };
-        let exchange =
-            |caller, faults| self.exchange(faults, ReleaseReq { caller, lease }, |answer| answer);
+        let exchange = |caller, faults| {
+            self.exchange(caller, faults, ReleaseReq { caller, lease }, |answer| {
+                answer
+            })
+        };
         self.call(invocation, exchange, |_| Outcome::Done).await
     }
 }
@@ -248,14 +236,16 @@ impl RecordsRepository for SimPort {
             limit,
             token,
         };
-        let exchange = |caller, faults| async move {
+        let exchange = |caller: Caller, faults| async move {
+            let session = self.ctx.kernel.connect(caller.call);
             let open = Rollback {
-                port: self.clone(),
+                session: session.clone(),
                 caller,
                 txn: Mutex::new(None),
             };
             let args = (older_than_ms, limit, token);
-            self.delete_conversation(caller, faults, args, &open).await
+            self.delete_conversation(&session, caller, faults, args, &open)
+                .await
         };
         let outcome = |answer: &Result<u64, String>| match answer {
             Ok(rows) => Outcome::Deleted(*rows),

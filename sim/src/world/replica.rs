@@ -4,7 +4,6 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use madsim::net::Endpoint;
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
 use retention_worker::{Dependencies, SeededJitter, WorkerConfig};
@@ -13,6 +12,7 @@ use super::clock::SimClock;
 use super::port::SimPort;
 use super::recorder::Recorder;
 use super::seam::{SimulatedWorker, WorkerFactory};
+use super::session::Kernel;
 use crate::calls::{CallLedger, FaultDraws};
 use crate::model::{EventKind, OpKind, TermSummary};
 
@@ -20,6 +20,8 @@ use crate::model::{EventKind, OpKind, TermSummary};
 /// draws, and the handle to its current worker.
 pub(crate) struct ReplicaCtx {
     pub recorder: Arc<Recorder>,
+    /// The replica's network stack: its connections to the database.
+    pub kernel: Arc<Kernel>,
     pub ledger: CallLedger,
     pub draws: FaultDraws,
     pub rpc_timeout_ms: u64,
@@ -99,8 +101,7 @@ pub(crate) async fn replica_process(
     config: WorkerConfig,
     jitter_seed: u64,
 ) {
-    let endpoint = Arc::new(Endpoint::bind("0.0.0.0:0").await.expect("bind a replica"));
-    let port = SimPort::new(ctx.clone(), endpoint);
+    let port = SimPort::new(ctx.clone());
     let deps = Dependencies {
         clock,
         leases: port.clone(),

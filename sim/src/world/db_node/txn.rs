@@ -157,24 +157,20 @@ impl DbNode {
         self.deliver(applied);
     }
 
-    /// Replica `replica`'s connections are gone (its process died): the
-    /// server rolls back each of its transactions as soon as it is idle.
-    pub fn disconnect(&self, replica: u32) {
-        let idle: Vec<TxnId> = {
-            let mut state = self.state.lock().expect("db state");
-            let mut idle = Vec::new();
-            for (txn, info) in state.txns.iter_mut() {
-                if info.caller.replica == replica {
-                    info.roll_back_when_idle = true;
-                    if !info.running {
-                        idle.push(*txn);
-                    }
-                }
-            }
-            idle
+    /// The connection of call `call` closed (its process died): the server
+    /// rolls back that call's transaction as soon as it is idle.
+    pub(crate) fn connection_closed(&self, call: u64) {
+        let txns: Vec<TxnId> = {
+            let state = self.state.lock().expect("db state");
+            state
+                .txns
+                .iter()
+                .filter(|(_, info)| info.caller.call == call)
+                .map(|(txn, _)| *txn)
+                .collect()
         };
-        for txn in idle {
-            self.rollback(txn);
+        for txn in txns {
+            self.request_rollback(txn);
         }
     }
 
