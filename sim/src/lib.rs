@@ -26,8 +26,9 @@
 //! 4. [`calls`]: a replica's call numbering and fault draws on any runtime,
 //!    shared by the simulator and the real-mode tests. Uses `model`.
 //! 5. [`world`]: the madsim boundary: clock, recorder, wire messages, the
-//!    replicas' port, the service nodes, the replica process, timed faults,
-//!    and the seam a worker plugs into. Uses `model`, `db`, `calls`.
+//!    replicas' port and TCP connections, the database node, the replica
+//!    process, timed faults, and the seam a worker plugs into. Uses
+//!    `model`, `db`, `calls`.
 //! 6. [`subject`]: the worker under test (the real one, the flawed variant)
 //!    and [`Sim`], the one way to run a world. Uses `model`, `world`.
 //! 7. [`report`]: the timeline, [`format_failure`], scenario files and the

@@ -25,7 +25,10 @@ use crate::model::{Actor, EventKind, FaultEvent, Header, History, RunSpec};
 /// A fresh madsim runtime for `spec`: its seed, its network, and a time
 /// limit past which a run counts as stuck.
 pub fn runtime(spec: &RunSpec) -> Runtime {
-    let mut runtime = Runtime::with_seed_and_config(spec.seed, network(spec));
+    // madsim's own packet loss stays off: every message is a database
+    // connection's, and TCP delays a lost packet rather than losing it
+    // (`session.rs` models that).
+    let mut runtime = Runtime::with_seed_and_config(spec.seed, madsim::Config::default());
     // A run that outlives its schedule by this much is stuck: madsim stops it
     // with a panic instead of letting it spin on.
     runtime.set_time_limit(Duration::from_millis(spec.duration_ms + STUCK_AFTER_MS));
@@ -37,13 +40,6 @@ const NET_SALT: u64 = 0x4E45_5457_4F52_4B00;
 
 /// Simulated time past the end of the schedule after which a run is stuck.
 const STUCK_AFTER_MS: u64 = 600_000;
-
-/// madsim's configuration for `spec`: its default latency. Its packet loss
-/// stays off: every message is a database connection's, and TCP delays a
-/// lost packet rather than losing it (`session.rs` models that).
-fn network(_spec: &RunSpec) -> madsim::Config {
-    madsim::Config::default()
-}
 
 /// The longest a `stop()` may take: two calls in flight that run into their
 /// timeout (a delete and a renewal), the release, the longest pause, slack.
