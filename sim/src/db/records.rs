@@ -19,6 +19,20 @@ impl Records {
         Self::default()
     }
 
+    /// A table holding rows created at `created_at_ms`, inserted in that
+    /// order (so ids follow it), as many `INSERT`s would leave it. Built in
+    /// one pass from sorted keys: seeding thousands of rows one insert at a
+    /// time was a sixth of a short run's time.
+    pub fn with_rows(created_at_ms: impl IntoIterator<Item = i64>) -> Self {
+        let mut keys: Vec<(i64, u64)> = (1..).zip(created_at_ms).map(|(id, at)| (at, id)).collect();
+        let next_id = keys.len() as u64;
+        keys.sort_unstable();
+        Self {
+            rows: keys.into_iter().map(|key| (key, None)).collect(),
+            next_id,
+        }
+    }
+
     /// `INSERT ... (created_at_ms)`, autocommitted: ids come from a
     /// sequence, so they grow in insertion order.
     pub fn insert(&mut self, created_at_ms: i64) -> RowRec {
@@ -67,6 +81,9 @@ impl Records {
 
     /// `COMMIT` of `txn`'s `DELETE`: its locked rows go.
     pub fn remove_locked(&mut self, txn: u64, rows: &[RowRec]) {
+        if self.remove_if_oldest(txn, rows) {
+            return;
+        }
         for row in rows {
             let holder = self.rows.remove(&(row.created_at_ms, row.id));
             assert_eq!(
@@ -75,6 +92,24 @@ impl Records {
                 "commit of a row the txn did not lock"
             );
         }
+    }
+
+    /// The common commit: `rows` are the table's oldest, in order, so the
+    /// table splits after them instead of losing them one at a time.
+    fn remove_if_oldest(&mut self, txn: u64, rows: &[RowRec]) -> bool {
+        let mut table = self.rows.iter();
+        let oldest = rows
+            .iter()
+            .all(|row| table.next() == Some((&(row.created_at_ms, row.id), &Some(txn))));
+        if !oldest {
+            return false;
+        }
+        let rest = match table.next() {
+            Some((&key, _)) => self.rows.split_off(&key),
+            None => Default::default(),
+        };
+        self.rows = rest;
+        true
     }
 
     /// `ROLLBACK` of `txn`: its rows stay, unlocked.

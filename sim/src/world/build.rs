@@ -250,14 +250,13 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
 /// the next minute, so later terms find newly eligible rows.
 fn seed_rows(spec: &RunSpec, rng: &mut ChaCha8Rng) -> Records {
     let retention_ms = i64::try_from(spec.worker.retention_ms).expect("validated");
-    let mut rows = Records::new();
-    for _ in 0..spec.backlog_rows {
-        rows.insert(-retention_ms - rng.gen_range(1..=600_000));
-    }
-    for _ in 0..spec.boundary_rows {
-        rows.insert(-retention_ms + rng.gen_range(0..60_000));
-    }
-    rows
+    let backlog: Vec<i64> = (0..spec.backlog_rows)
+        .map(|_| -retention_ms - rng.gen_range(1..=600_000))
+        .collect();
+    let boundary: Vec<i64> = (0..spec.boundary_rows)
+        .map(|_| -retention_ms + rng.gen_range(0..60_000))
+        .collect();
+    Records::with_rows(backlog.into_iter().chain(boundary))
 }
 
 /// The database's node. (The lease row lives in the database, as in

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use madsim::net::rpc::Request;
-use retention_worker::{CallError, Lease, LeaseService, RecordsRepository};
+use retention_worker::{CallError, CallErrorKind, Lease, LeaseService, RecordsRepository};
 
 use super::replica::ReplicaCtx;
 use super::session::Session;
@@ -128,23 +128,41 @@ impl SimPort {
     }
 }
 
-/// The transaction a delete call has open. Dropped while one is open (the
-/// fence refused it, or the call timed out and its future was dropped), it
-/// sends `ROLLBACK` on the call's connection, after whatever the call had
-/// already sent, as tokio-postgres does.
+/// A delete call's connection and the transaction it has open. Dropped
+/// while one is open (the fence refused it, or the call timed out and its
+/// future was dropped), it sends `ROLLBACK` after whatever the call had
+/// already sent, as tokio-postgres does. Dropped before the call answered
+/// (a timeout, a lost connection), it then closes the connection, as the
+/// adapter does, and the server rolls back whatever is still open on it,
+/// even a transaction whose `BEGIN` was answered too late to be known.
 struct Rollback {
     session: Arc<Session>,
     caller: Caller,
     txn: Mutex<Option<u64>>,
+    answered: Mutex<bool>,
 }
 
 impl Rollback {
+    fn new(session: Arc<Session>, caller: Caller) -> Self {
+        Self {
+            session,
+            caller,
+            txn: Mutex::new(None),
+            answered: Mutex::new(false),
+        }
+    }
+
     fn opened(&self, txn: u64) {
         *self.txn.lock().expect("txn slot") = Some(txn);
     }
 
     fn closed(&self) {
         self.txn.lock().expect("txn slot").take();
+    }
+
+    /// The call has its answer: the connection goes back to the pool.
+    fn answered(&self) {
+        *self.answered.lock().expect("answered flag") = true;
     }
 }
 
@@ -153,6 +171,9 @@ impl Drop for Rollback {
         if let Some(txn) = self.txn.lock().expect("txn slot").take() {
             let caller = self.caller;
             self.session.send(RollbackReq { caller, txn });
+        }
+        if !*self.answered.lock().expect("answered flag") {
+            self.session.close();
         }
     }
 }
@@ -238,14 +259,15 @@ impl RecordsRepository for SimPort {
         };
         let exchange = |caller: Caller, faults| async move {
             let session = self.ctx.kernel.connect(caller.call);
-            let open = Rollback {
-                session: session.clone(),
-                caller,
-                txn: Mutex::new(None),
-            };
+            let open = Rollback::new(session.clone(), caller);
             let args = (older_than_ms, limit, token);
-            self.delete_conversation(&session, caller, faults, args, &open)
-                .await
+            let answer = self
+                .delete_conversation(&session, caller, faults, args, &open)
+                .await;
+            if !matches!(&answer, Err(error) if error.kind == CallErrorKind::Ambiguous) {
+                open.answered();
+            }
+            answer
         };
         let outcome = |answer: &Result<u64, String>| match answer {
             Ok(rows) => Outcome::Deleted(*rows),

@@ -10,7 +10,7 @@ use madsim::net::rpc::Request;
 use super::db_node::DbNode;
 use super::wire::{
     AcquireReq, BeginReq, CommitReq, DB_ADDR, DeleteReq, FenceReq, ReleaseReq, RenewReq,
-    RollbackReq, addr, from_rec, to_rec,
+    RollbackReq, from_rec, to_rec,
 };
 use crate::db::{LeaseAnswer, LeaseStatement};
 use crate::model::LeaseRec;
@@ -38,9 +38,7 @@ fn lease_of(answer: LeaseAnswer) -> Option<LeaseRec> {
 /// The database node's main task: serves the statements and keeps rows
 /// arriving, `arrivals_per_sec` every second.
 pub(crate) async fn database(node: Arc<DbNode>, arrivals_per_sec: u32) {
-    let endpoint = Endpoint::bind(addr(DB_ADDR))
-        .await
-        .expect("bind the database");
+    let endpoint = Endpoint::bind(DB_ADDR).await.expect("bind the database");
     let n = node.clone();
     endpoint.add_rpc_handler(move |req: AcquireReq| {
         let n = n.clone();

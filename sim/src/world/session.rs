@@ -18,7 +18,7 @@ use retention_worker::CallError;
 use tokio::sync::{OnceCell, mpsc, oneshot};
 
 use super::db_node::DbNode;
-use super::wire::{DB_ADDR, addr};
+use super::wire::DB_ADDR;
 
 /// TCP's first retransmission timeout; it doubles on every loss in a row.
 const FIRST_RTO_MS: u64 = 200;
@@ -127,7 +127,7 @@ impl Session {
         self.enqueue(Box::new(move |endpoint| {
             Box::pin(async move {
                 sleep_ms(kernel.retransmission_ms()).await;
-                let reply = endpoint.call(addr(DB_ADDR), request).await;
+                let reply = endpoint.call(DB_ADDR, request).await;
                 sleep_ms(kernel.retransmission_ms()).await;
                 // The caller may have given up; the statement ran anyway.
                 let _ = answer.send(reply);
@@ -146,14 +146,14 @@ impl Session {
         self.enqueue(Box::new(move |endpoint| {
             Box::pin(async move {
                 sleep_ms(kernel.retransmission_ms()).await;
-                let _ = endpoint.call(addr(DB_ADDR), request).await;
+                let _ = endpoint.call(DB_ADDR, request).await;
             })
         }));
     }
 
     /// Closes the connection after what was sent: the database then rolls
     /// back its open transaction (once the statement running, if any, ends).
-    fn close(&self) {
+    pub fn close(&self) {
         let (db, call) = (self.kernel.db.clone(), self.call);
         self.enqueue(Box::new(move |_| {
             Box::pin(async move { db.connection_closed(call) })

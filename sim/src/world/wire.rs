@@ -1,7 +1,7 @@
 //! The messages between replicas and services on madsim's network, the
 //! services' addresses, and leases as they travel.
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use madsim::net::rpc::Request;
 use retention_worker::Lease;
@@ -70,11 +70,8 @@ request!(
 );
 
 /// The one database, holding the lease row and the records.
-pub(crate) const DB_ADDR: &str = "10.0.0.2:700";
-
-pub(crate) fn addr(text: &str) -> SocketAddr {
-    text.parse().expect("a literal address")
-}
+pub(crate) const DB_ADDR: SocketAddr =
+    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 700));
 
 pub(crate) fn to_rec(lease: &Lease) -> LeaseRec {
     LeaseRec {

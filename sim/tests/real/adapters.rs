@@ -185,6 +185,41 @@ fn failures_map_to_the_worker_error_kinds() {
     });
 }
 
+#[test]
+fn a_connection_whose_call_timed_out_is_closed_not_reused() {
+    let server = TempServer::start();
+    runtime().block_on(async {
+        // One connection: a call handed the timed-out one would queue
+        // behind the statement still waiting on it, and time out as well.
+        let pool = server.database("timed_out", 1).await;
+        let short = PgOptions {
+            call_timeout_ms: 300,
+            ..options()
+        };
+        let leases = PgLeaseService::new(pool.clone(), short.clone());
+        let records = PgRecords::new(pool, short);
+        let lease = leases.acquire("a").await.unwrap().expect("granted");
+        // Another client's row lock on the lease row: the fence waits.
+        let other = retention_worker::pg::connect_pool(&server.url("timed_out"), 1).unwrap();
+        let mut blocker = other.get().await.unwrap();
+        let hold = blocker.transaction().await.unwrap();
+        hold.batch_execute("SELECT 1 FROM retention_lease FOR UPDATE")
+            .await
+            .unwrap();
+        let error = records
+            .delete_batch(now_ms(), 10, lease.fencing_token)
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind, CallErrorKind::Ambiguous, "{error}");
+        let row = leases
+            .inspect()
+            .await
+            .expect("answered on a new connection");
+        assert_eq!(row.map(|(_, token, _)| token), Some(lease.fencing_token));
+        hold.rollback().await.unwrap();
+    });
+}
+
 fn runner_config(url: &str, extra: &[&str]) -> RunnerConfig {
     let mut args = vec![
         "retention-worker",

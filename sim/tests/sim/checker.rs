@@ -412,10 +412,13 @@ fn fen_2_the_database_accepting_a_stale_token() {
 
 /// FEN-2 as PostgreSQL keeps it: the token is judged when the fence takes
 /// the lease row's share lock, and nothing may change the row until the
-/// delete commits; a commit after the lease's expiry is fine.
+/// delete commits; a commit after the lease's expiry is fine. Times are
+/// whole milliseconds, so a grant in the fence's own millisecond counts as
+/// before it: the token is then judged against that grant, and a grant that
+/// really came after the fence is still caught.
 #[test]
 fn fen_2_is_judged_at_the_fence_and_forbids_a_grant_before_the_commit() {
-    let committed_late = |fenced_at_ms: i64, grant_before_commit: bool| {
+    let committed_late = |fenced_at_ms: i64, grant_at_ms: Option<i64>| {
         let mut s = Script::new();
         let l1 = lease("r1", 1, 3_000);
         s.at(0).call(1, 1, 1, Invocation::Acquire);
@@ -431,12 +434,12 @@ fn fen_2_is_judged_at_the_fence_and_forbids_a_grant_before_the_commit() {
             token: 1,
         };
         s.at(2_900).call(1, 1, 2, delete);
-        if grant_before_commit {
+        if let Some(at_ms) = grant_at_ms {
             let successor = EventKind::Granted {
                 call: 3,
-                lease: lease("r2", 2, 6_100),
+                lease: lease("r2", 2, at_ms + 3_000),
             };
-            s.at(3_100).service(Actor::Lease, 1, successor);
+            s.at(at_ms).service(Actor::Lease, 1, successor);
         }
         let deleted = EventKind::Deleted {
             call: 2,
@@ -454,16 +457,21 @@ fn fen_2_is_judged_at_the_fence_and_forbids_a_grant_before_the_commit() {
             .map(|v| v.message)
             .collect::<Vec<_>>()
     };
-    assert_eq!(committed_late(2_950, false), Vec::<String>::new());
-    let expired = committed_late(3_000, false);
+    assert_eq!(committed_late(2_950, None), Vec::<String>::new());
+    let expired = committed_late(3_000, None);
     assert!(
         expired[0].contains("fenced at 3000 ms while the lease was r1#1"),
         "{expired:?}"
     );
-    let granted = committed_late(2_950, true);
+    let granted = committed_late(2_950, Some(3_100));
     assert!(
         granted[0].contains("changed at 3100 ms, between the delete's fence"),
         "{granted:?}"
+    );
+    let same_ms = committed_late(2_950, Some(2_950));
+    assert!(
+        same_ms[0].contains("fenced at 2950 ms while the lease was r2#2"),
+        "{same_ms:?}"
     );
 }
 

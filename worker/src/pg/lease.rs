@@ -1,7 +1,9 @@
 //! The lease service on PostgreSQL: one row per lease name, tokens bumped on
 //! every grant, expiry by the database's clock, compare-and-set release.
 
-use super::{Applied, PgOptions, Pool, bounded, client, db_error, from_sql_u64, to_sql_i64};
+use deadpool_postgres::Object;
+
+use super::{Applied, PgOptions, Pool, bounded, db_error, from_sql_u64, to_sql_i64};
 use crate::{CallError, Lease, LeaseService};
 
 // The statements are public so that the concurrent differential test
@@ -64,17 +66,21 @@ impl PgLeaseService {
     ) -> Result<Option<Applied<Lease>>, CallError> {
         let ttl_ms = to_sql_i64(self.options.lease_ttl_ms, "lease TTL")?;
         let name = self.options.lease_name.as_str();
-        bounded("acquire", self.options.call_timeout_ms, async {
-            let client = client(&self.pool, "acquire").await?;
-            let rows = client
-                .query(
-                    &prepared(&client, ACQUIRE, "acquire").await?,
-                    &[&name, &owner_id, &ttl_ms],
-                )
-                .await
-                .map_err(|e| db_error("acquire", e))?;
-            granted(rows, "acquire")
-        })
+        bounded(
+            &self.pool,
+            "acquire",
+            self.options.call_timeout_ms,
+            async |client| {
+                let rows = client
+                    .query(
+                        &prepared(client, ACQUIRE, "acquire").await?,
+                        &[&name, &owner_id, &ttl_ms],
+                    )
+                    .await
+                    .map_err(|e| db_error("acquire", e))?;
+                granted(rows, "acquire")
+            },
+        )
         .await
     }
 
@@ -83,21 +89,25 @@ impl PgLeaseService {
         let ttl_ms = to_sql_i64(self.options.lease_ttl_ms, "lease TTL")?;
         let token = to_sql_i64(lease.fencing_token, "token")?;
         let name = self.options.lease_name.as_str();
-        bounded("renew", self.options.call_timeout_ms, async {
-            let client = client(&self.pool, "renew").await?;
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] = [
-                &name,
-                &lease.owner_id,
-                &token,
-                &lease.expires_at_ms,
-                &ttl_ms,
-            ];
-            let rows = client
-                .query(&prepared(&client, RENEW, "renew").await?, &params)
-                .await
-                .map_err(|e| db_error("renew", e))?;
-            granted(rows, "renew")
-        })
+        bounded(
+            &self.pool,
+            "renew",
+            self.options.call_timeout_ms,
+            async |client| {
+                let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] = [
+                    &name,
+                    &lease.owner_id,
+                    &token,
+                    &lease.expires_at_ms,
+                    &ttl_ms,
+                ];
+                let rows = client
+                    .query(&prepared(client, RENEW, "renew").await?, &params)
+                    .await
+                    .map_err(|e| db_error("renew", e))?;
+                granted(rows, "renew")
+            },
+        )
         .await
     }
 
@@ -106,17 +116,21 @@ impl PgLeaseService {
     pub async fn release_applied(&self, lease: &Lease) -> Result<Option<i64>, CallError> {
         let token = to_sql_i64(lease.fencing_token, "token")?;
         let name = self.options.lease_name.as_str();
-        bounded("release", self.options.call_timeout_ms, async {
-            let client = client(&self.pool, "release").await?;
-            let rows = client
-                .query(
-                    &prepared(&client, RELEASE, "release").await?,
-                    &[&name, &lease.owner_id, &token, &lease.expires_at_ms],
-                )
-                .await
-                .map_err(|e| db_error("release", e))?;
-            Ok(rows.first().map(|row| row.get::<_, i64>(0)))
-        })
+        bounded(
+            &self.pool,
+            "release",
+            self.options.call_timeout_ms,
+            async |client| {
+                let rows = client
+                    .query(
+                        &prepared(client, RELEASE, "release").await?,
+                        &[&name, &lease.owner_id, &token, &lease.expires_at_ms],
+                    )
+                    .await
+                    .map_err(|e| db_error("release", e))?;
+                Ok(rows.first().map(|row| row.get::<_, i64>(0)))
+            },
+        )
         .await
     }
 
@@ -124,18 +138,22 @@ impl PgLeaseService {
     /// before the first grant. For operators and tests; takes no lock.
     pub async fn inspect(&self) -> Result<Option<(Option<String>, u64, i64)>, CallError> {
         let name = self.options.lease_name.as_str();
-        bounded("inspect", self.options.call_timeout_ms, async {
-            let client = client(&self.pool, "inspect").await?;
-            let row = client
-                .query_opt(
-                    "SELECT owner, token, expires_at_ms FROM retention_lease WHERE name = $1",
-                    &[&name],
-                )
-                .await
-                .map_err(|e| db_error("inspect", e))?;
-            row.map(|row| Ok((row.get(0), from_sql_u64(row.get(1), "token")?, row.get(2))))
-                .transpose()
-        })
+        bounded(
+            &self.pool,
+            "inspect",
+            self.options.call_timeout_ms,
+            async |client| {
+                let row = client
+                    .query_opt(
+                        "SELECT owner, token, expires_at_ms FROM retention_lease WHERE name = $1",
+                        &[&name],
+                    )
+                    .await
+                    .map_err(|e| db_error("inspect", e))?;
+                row.map(|row| Ok((row.get(0), from_sql_u64(row.get(1), "token")?, row.get(2))))
+                    .transpose()
+            },
+        )
         .await
     }
 }
@@ -143,7 +161,7 @@ impl PgLeaseService {
 /// Statements are prepared once per connection: a lease call is then one
 /// round trip.
 async fn prepared(
-    client: &deadpool_postgres::Object,
+    client: &Object,
     sql: &str,
     op: &str,
 ) -> Result<tokio_postgres::Statement, CallError> {

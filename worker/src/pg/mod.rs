@@ -22,7 +22,6 @@ mod records;
 mod schema;
 
 use std::fmt;
-use std::future::Future;
 use std::time::Duration;
 
 pub use clock::SystemClock;
@@ -31,7 +30,9 @@ pub use lease::{ACQUIRE, PgLeaseService, RELEASE, RENEW};
 pub use records::{DELETE_OLDEST, DeletedRow, FENCE, FencedDelete, PgRecords};
 pub use schema::{MIGRATIONS, migrate};
 
-use crate::{CallError, WorkerConfig};
+use deadpool_postgres::Object;
+
+use crate::{CallError, CallErrorKind, WorkerConfig};
 
 /// Settings shared by both adapters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,22 +101,39 @@ pub fn connect_pool(database_url: &str, max_size: usize) -> Result<Pool, SetupEr
         .map_err(|e| SetupError(format!("connection pool: {e}")))
 }
 
-/// Runs one call under the timeout; no answer in time is ambiguous.
+/// Runs `call` on a pooled connection under the timeout (waiting for the
+/// connection counts); no answer in time is ambiguous. A connection whose
+/// call ended ambiguously (timed out, or lost) is closed instead of handed
+/// back: the server finishes what was sent on it regardless, and the next
+/// call would queue behind that. Closing it is also what lets the server
+/// roll back a transaction left open on it, once its statement ends.
 async fn bounded<T>(
+    pool: &Pool,
     op: &str,
     timeout_ms: u64,
-    call: impl Future<Output = Result<T, CallError>>,
+    call: impl AsyncFnOnce(&mut Object) -> Result<T, CallError>,
 ) -> Result<T, CallError> {
-    match tokio::time::timeout(Duration::from_millis(timeout_ms), call).await {
-        Ok(result) => result,
-        Err(_) => Err(CallError::ambiguous(format!(
+    let mut used = None;
+    let attempt = tokio::time::timeout(Duration::from_millis(timeout_ms), async {
+        let connection = used.insert(client(pool, op).await?);
+        call(connection).await
+    })
+    .await;
+    let result = attempt.unwrap_or_else(|_| {
+        Err(CallError::ambiguous(format!(
             "{op}: no answer from PostgreSQL within {timeout_ms} ms"
-        ))),
+        )))
+    });
+    if matches!(&result, Err(error) if error.kind == CallErrorKind::Ambiguous) {
+        if let Some(connection) = used.take() {
+            drop(Object::take(connection));
+        }
     }
+    result
 }
 
 /// A pooled connection; failing to get one means nothing was sent.
-async fn client(pool: &Pool, op: &str) -> Result<deadpool_postgres::Object, CallError> {
+async fn client(pool: &Pool, op: &str) -> Result<Object, CallError> {
     pool.get()
         .await
         .map_err(|e| CallError::rejected(format!("{op}: no database connection: {e}")))

@@ -1,7 +1,7 @@
 //! The records repository on PostgreSQL: a delete that the lease's fencing
 //! token guards in the same transaction (FEN-2).
 
-use super::{Applied, PgOptions, Pool, bounded, client, db_error, from_sql_u64, to_sql_i64};
+use super::{Applied, PgOptions, Pool, bounded, db_error, from_sql_u64, to_sql_i64};
 use crate::FenceRejection;
 use crate::{CallError, RecordsRepository};
 
@@ -97,58 +97,62 @@ impl PgRecords {
         let token = to_sql_i64(fencing_token, "token")?;
         let limit = i64::from(limit);
         let name = self.options.lease_name.as_str();
-        bounded("delete", self.options.call_timeout_ms, async {
-            let mut client = client(&self.pool, "delete").await?;
-            let tx = client
-                .transaction()
-                .await
-                .map_err(|e| db_error("delete: begin", e))?;
-            let statement = tx
-                .prepare_cached(FENCE)
-                .await
-                .map_err(|e| db_error("delete: prepare", e))?;
-            let fence = tx
-                .query_opt(&statement, &[&name, &token])
-                .await
-                .map_err(|e| db_error("delete: fence", e))?;
-            let Some(fence) = fence else {
-                let state = tx
-                    .query_opt(FENCE_STATE, &[&name])
+        bounded(
+            &self.pool,
+            "delete",
+            self.options.call_timeout_ms,
+            async |client| {
+                let tx = client
+                    .transaction()
                     .await
-                    .map_err(|e| db_error("delete: fence state", e))?;
-                // Dropping `tx` rolls back; nothing was deleted.
-                let why = rejection(state, fencing_token)?;
-                return Err(CallError::fenced(format!("token {fencing_token}: {why}")));
-            };
-            let at_us: i64 = fence.get(0);
-            let statement = tx
-                .prepare_cached(DELETE_OLDEST)
-                .await
-                .map_err(|e| db_error("delete: prepare", e))?;
-            let deleted = tx
-                .query(&statement, &[&older_than_ms, &limit])
-                .await
-                .map_err(|e| db_error("delete", e))?;
-            tx.commit()
-                .await
-                .map_err(|e| db_error("delete: commit", e))?;
-            let mut rows = deleted
-                .iter()
-                .map(|row| {
-                    Ok(DeletedRow {
-                        id: from_sql_u64(row.get(0), "row id")?,
-                        created_at_ms: row.get(1),
+                    .map_err(|e| db_error("delete: begin", e))?;
+                let statement = tx
+                    .prepare_cached(FENCE)
+                    .await
+                    .map_err(|e| db_error("delete: prepare", e))?;
+                let fence = tx
+                    .query_opt(&statement, &[&name, &token])
+                    .await
+                    .map_err(|e| db_error("delete: fence", e))?;
+                let Some(fence) = fence else {
+                    let state = tx
+                        .query_opt(FENCE_STATE, &[&name])
+                        .await
+                        .map_err(|e| db_error("delete: fence state", e))?;
+                    // Dropping `tx` rolls back; nothing was deleted.
+                    let why = rejection(state, fencing_token)?;
+                    return Err(CallError::fenced(format!("token {fencing_token}: {why}")));
+                };
+                let at_us: i64 = fence.get(0);
+                let statement = tx
+                    .prepare_cached(DELETE_OLDEST)
+                    .await
+                    .map_err(|e| db_error("delete: prepare", e))?;
+                let deleted = tx
+                    .query(&statement, &[&older_than_ms, &limit])
+                    .await
+                    .map_err(|e| db_error("delete", e))?;
+                tx.commit()
+                    .await
+                    .map_err(|e| db_error("delete: commit", e))?;
+                let mut rows = deleted
+                    .iter()
+                    .map(|row| {
+                        Ok(DeletedRow {
+                            id: from_sql_u64(row.get(0), "row id")?,
+                            created_at_ms: row.get(1),
+                        })
                     })
-                })
-                .collect::<Result<Vec<_>, CallError>>()?;
-            rows.sort_unstable();
-            let deleted_at_us = deleted.iter().map(|row| row.get::<_, i64>(2)).max();
-            let value = FencedDelete {
-                rows,
-                deleted_at_us: deleted_at_us.unwrap_or(at_us),
-            };
-            Ok(Applied { value, at_us })
-        })
+                    .collect::<Result<Vec<_>, CallError>>()?;
+                rows.sort_unstable();
+                let deleted_at_us = deleted.iter().map(|row| row.get::<_, i64>(2)).max();
+                let value = FencedDelete {
+                    rows,
+                    deleted_at_us: deleted_at_us.unwrap_or(at_us),
+                };
+                Ok(Applied { value, at_us })
+            },
+        )
         .await
     }
 }

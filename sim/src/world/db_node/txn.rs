@@ -157,8 +157,9 @@ impl DbNode {
         self.deliver(applied);
     }
 
-    /// The connection of call `call` closed (its process died): the server
-    /// rolls back that call's transaction as soon as it is idle.
+    /// The connection of call `call` closed (its process died, or the call
+    /// gave up on it): the server rolls back that call's transaction as soon
+    /// as it is idle.
     pub(crate) fn connection_closed(&self, call: u64) {
         let txns: Vec<TxnId> = {
             let state = self.state.lock().expect("db state");
