@@ -2,14 +2,17 @@
 //! row-locked `FOR UPDATE` by one open transaction.
 
 use std::collections::BTreeMap;
+use std::num::NonZeroU64;
 
 use crate::model::RowRec;
 
 /// The records table with its row locks.
 #[derive(Debug, Clone, Default)]
 pub struct Records {
-    /// `(created_at_ms, id)` to the transaction holding the row's lock.
-    rows: BTreeMap<(i64, u64), Option<u64>>,
+    /// `(created_at_ms, id)` to the transaction holding the row's lock
+    /// (non-zero, so an entry stays 24 bytes: the table is most of a run's
+    /// memory traffic).
+    rows: BTreeMap<(i64, u64), Option<NonZeroU64>>,
     next_id: u64,
 }
 
@@ -24,9 +27,9 @@ impl Records {
     /// one pass from sorted keys: seeding thousands of rows one insert at a
     /// time was a sixth of a short run's time.
     pub fn with_rows(created_at_ms: impl IntoIterator<Item = i64>) -> Self {
-        let mut keys: Vec<(i64, u64)> = (1..).zip(created_at_ms).map(|(id, at)| (at, id)).collect();
-        let next_id = keys.len() as u64;
-        keys.sort_unstable();
+        let created_at_ms: Vec<i64> = created_at_ms.into_iter().collect();
+        let next_id = created_at_ms.len() as u64;
+        let keys = sorted_keys(&created_at_ms);
         Self {
             rows: keys.into_iter().map(|key| (key, None)).collect(),
             next_id,
@@ -73,7 +76,7 @@ impl Records {
             if holder.is_some() {
                 continue;
             }
-            *holder = Some(txn);
+            *holder = Some(holder_id(txn));
             chosen.push(RowRec { id, created_at_ms });
         }
         chosen
@@ -88,7 +91,7 @@ impl Records {
             let holder = self.rows.remove(&(row.created_at_ms, row.id));
             assert_eq!(
                 holder,
-                Some(Some(txn)),
+                Some(Some(holder_id(txn))),
                 "commit of a row the txn did not lock"
             );
         }
@@ -97,10 +100,11 @@ impl Records {
     /// The common commit: `rows` are the table's oldest, in order, so the
     /// table splits after them instead of losing them one at a time.
     fn remove_if_oldest(&mut self, txn: u64, rows: &[RowRec]) -> bool {
+        let holder = Some(holder_id(txn));
         let mut table = self.rows.iter();
         let oldest = rows
             .iter()
-            .all(|row| table.next() == Some((&(row.created_at_ms, row.id), &Some(txn))));
+            .all(|row| table.next() == Some((&(row.created_at_ms, row.id), &holder)));
         if !oldest {
             return false;
         }
@@ -119,8 +123,45 @@ impl Records {
                 .rows
                 .get_mut(&(row.created_at_ms, row.id))
                 .expect("a locked row is still in the table");
-            assert_eq!(*holder, Some(txn), "rollback of a row the txn did not lock");
+            assert_eq!(
+                *holder,
+                Some(holder_id(txn)),
+                "rollback of a row the txn did not lock"
+            );
             *holder = None;
         }
     }
+}
+
+/// `(created_at_ms, id)` for ids 1.. in order, sorted. When times span
+/// under 2^40 ms and ids fit in 24 bits (any seeded table does), each key
+/// packs into one `u64`, which sorts about twice as fast as the pairs.
+fn sorted_keys(created_at_ms: &[i64]) -> Vec<(i64, u64)> {
+    let (Some(&min), Some(&max)) = (created_at_ms.iter().min(), created_at_ms.iter().max()) else {
+        return Vec::new();
+    };
+    let ids = 1..=created_at_ms.len() as u64;
+    let span = max.abs_diff(min);
+    if span >= 1 << 40 || created_at_ms.len() >= 1 << 24 {
+        let mut keys: Vec<(i64, u64)> = created_at_ms.iter().copied().zip(ids).collect();
+        keys.sort_unstable();
+        return keys;
+    }
+    let mut packed: Vec<u64> = created_at_ms
+        .iter()
+        .zip(ids)
+        .map(|(&at, id)| (at.abs_diff(min) << 24) | id)
+        .collect();
+    packed.sort_unstable();
+    packed
+        .into_iter()
+        .map(|key| {
+            let offset = i64::try_from(key >> 24).expect("under 2^40");
+            (min + offset, key & ((1 << 24) - 1))
+        })
+        .collect()
+}
+
+fn holder_id(txn: u64) -> NonZeroU64 {
+    NonZeroU64::new(txn).expect("transaction ids start at 1")
 }

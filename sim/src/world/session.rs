@@ -62,6 +62,9 @@ impl Kernel {
     /// The delay TCP adds to one message: a retransmission timeout for
     /// every time in a row the network loses it.
     fn retransmission_ms(&self) -> u64 {
+        if self.loss_permille == 0 {
+            return 0;
+        }
         let mut rng = self.rng.lock().expect("net rng");
         let (mut delay_ms, mut rto_ms) = (0, FIRST_RTO_MS);
         while rng.gen_range(0..1_000) < self.loss_permille && rto_ms <= 64 * FIRST_RTO_MS {
