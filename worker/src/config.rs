@@ -122,10 +122,11 @@ impl WorkerConfig {
     }
 }
 
-/// A [`WorkerConfig`] field that breaks its rule.
+/// A field of [`WorkerConfig`] (or of the PostgreSQL adapters' options)
+/// that breaks its rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
-    /// The offending field's name, as written in [`WorkerConfig`].
+    /// The offending field's name, as written in its struct.
     pub field: &'static str,
     /// The value it had, as written in Rust source.
     pub value: String,

@@ -36,6 +36,14 @@ fn sigterm_stops_after_the_term_settles_and_the_lease_is_released() {
         .args(["--lease-ttl-ms", "3000", "--renew-interval-ms", "500"])
         .args(["--expiry-margin-ms", "300", "--term-interval-ms", "20"])
         .args(["--term-jitter-ms-max", "5"])
+        .args(["--call-timeout-ms", "800", "--statement-timeout-ms", "800"])
+        .args([
+            "--lock-timeout-ms",
+            "800",
+            "--idle-in-transaction-timeout-ms",
+            "800",
+        ])
+        .args(["--keepalive-idle-ms", "1000"])
         .stderr(Stdio::piped())
         .spawn()
         .expect("start retention-worker");

@@ -173,14 +173,18 @@ fn failures_map_to_the_worker_error_kinds() {
         let error = records.delete_batch(0, 10, 1).await.unwrap_err();
         assert_eq!(error.kind, CallErrorKind::Rejected, "{error}");
         // No server at all: nothing was sent.
-        let unreachable =
-            retention_worker::pg::connect_pool("postgres://postgres@127.0.0.1:1/nowhere", 1)
-                .unwrap();
+        let unreachable = retention_worker::pg::connect_pool(
+            "postgres://postgres@127.0.0.1:1/nowhere",
+            1,
+            &options(),
+        )
+        .unwrap();
         let leases = PgLeaseService::new(unreachable, options());
         let error = leases.acquire("a").await.unwrap_err();
         assert_eq!(error.kind, CallErrorKind::Rejected, "{error}");
         assert!(error.detail.contains("no database connection"), "{error}");
-        let bad = retention_worker::pg::connect_pool("not a url at all", 1).unwrap_err();
+        let bad =
+            retention_worker::pg::connect_pool("not a url at all", 1, &options()).unwrap_err();
         assert!(bad.to_string().starts_with("DATABASE_URL"), "{bad}");
     });
 }
@@ -200,7 +204,8 @@ fn a_connection_whose_call_timed_out_is_closed_not_reused() {
         let records = PgRecords::new(pool, short);
         let lease = leases.acquire("a").await.unwrap().expect("granted");
         // Another client's row lock on the lease row: the fence waits.
-        let other = retention_worker::pg::connect_pool(&server.url("timed_out"), 1).unwrap();
+        let other =
+            retention_worker::pg::connect_pool(&server.url("timed_out"), 1, &options()).unwrap();
         let mut blocker = other.get().await.unwrap();
         let hold = blocker.transaction().await.unwrap();
         hold.batch_execute("SELECT 1 FROM retention_lease FOR UPDATE")
@@ -217,6 +222,40 @@ fn a_connection_whose_call_timed_out_is_closed_not_reused() {
             .expect("answered on a new connection");
         assert_eq!(row.map(|(_, token, _)| token), Some(lease.fencing_token));
         hold.rollback().await.unwrap();
+    });
+}
+
+#[test]
+fn every_pooled_connection_carries_the_server_side_bounds() {
+    let server = TempServer::start();
+    runtime().block_on(async {
+        server.database("bounds", 1).await;
+        let bounds = PgOptions {
+            statement_timeout_ms: 1_234,
+            lock_timeout_ms: 2_345,
+            idle_in_transaction_timeout_ms: 3_456,
+            keepalive_idle_ms: 4_000,
+            ..options()
+        };
+        let pool = retention_worker::pg::connect_pool(&server.url("bounds"), 1, &bounds).unwrap();
+        let client = pool.get().await.unwrap();
+        let mut shown = Vec::new();
+        for setting in [
+            "statement_timeout",
+            "lock_timeout",
+            "idle_in_transaction_session_timeout",
+            "tcp_keepalives_idle",
+            "tcp_keepalives_interval",
+            "tcp_keepalives_count",
+        ] {
+            let row = client
+                .query_one(&format!("SHOW {setting}"), &[])
+                .await
+                .unwrap();
+            shown.push(row.get::<_, String>(0));
+        }
+        // The keepalive settings are whole seconds, shown without a unit.
+        assert_eq!(shown, ["1234ms", "2345ms", "3456ms", "4", "1", "3"]);
     });
 }
 
@@ -239,6 +278,17 @@ fn runner_config(url: &str, extra: &[&str]) -> RunnerConfig {
         "50",
         "--term-jitter-ms-max",
         "10",
+        // Bounds that fit the 3 s lease: 800 + 800 + 800 < 3000.
+        "--call-timeout-ms",
+        "800",
+        "--statement-timeout-ms",
+        "800",
+        "--lock-timeout-ms",
+        "800",
+        "--idle-in-transaction-timeout-ms",
+        "800",
+        "--keepalive-idle-ms",
+        "1000",
     ];
     args.extend_from_slice(extra);
     RunnerConfig::try_parse_from(args).expect("valid flags")
@@ -324,13 +374,36 @@ fn a_shutdown_mid_service_returns_only_after_the_release() {
 fn the_runner_names_the_flag_that_breaks_a_rule() {
     // Checked before any connection is tried.
     let url = "postgres://postgres@127.0.0.1:1/never-contacted";
-    let config = runner_config(url, &["--renew-interval-ms", "5000"]);
-    let error = runtime()
-        .block_on(run_runner(config, std::future::pending()))
-        .unwrap_err();
+    let refused = |flags: &[&str]| {
+        let config = runner_config(url, flags);
+        runtime()
+            .block_on(run_runner(config, std::future::pending()))
+            .unwrap_err()
+            .to_string()
+    };
     assert_eq!(
-        error.to_string(),
+        refused(&["--renew-interval-ms", "5000"]),
         "--renew-interval-ms = 5000: must be shorter than lease_ttl_ms"
+    );
+    assert_eq!(
+        refused(&["--statement-timeout-ms", "3000"]),
+        "--statement-timeout-ms = 3000: must be shorter than lease_ttl_ms"
+    );
+    assert_eq!(
+        refused(&["--lock-timeout-ms", "0"]),
+        "--lock-timeout-ms = 0: must be > 0 (0 means no bound)"
+    );
+    assert_eq!(
+        refused(&["--idle-in-transaction-timeout-ms", "1400"]),
+        "--idle-in-transaction-timeout-ms = 1400 (call 800 + statement 800 + idle 1400 \
+         = 3000 ms, TTL 3000 ms): makes call_timeout_ms + statement_timeout_ms + \
+         idle_in_transaction_timeout_ms reach lease_ttl_ms: a stalled holder's lock would \
+         outlast its lease"
+    );
+    assert_eq!(
+        refused(&["--keepalive-idle-ms", "500"]),
+        "--keepalive-idle-ms = 500: must be at least 1000 (the server counts whole seconds) \
+         and shorter than lease_ttl_ms"
     );
 }
 
@@ -387,6 +460,15 @@ fn flags_reach_the_worker_and_the_adapters() {
     assert_eq!(
         (pg.lease_name.as_str(), pg.lease_ttl_ms, pg.call_timeout_ms),
         ("nightly", 3_000, 700)
+    );
+    assert_eq!(
+        (
+            pg.statement_timeout_ms,
+            pg.lock_timeout_ms,
+            pg.idle_in_transaction_timeout_ms,
+            pg.keepalive_idle_ms
+        ),
+        (800, 800, 800, 1_000)
     );
     assert_eq!(config.owner(), "runner-1");
     assert_eq!(default_owner_id(Some("web-1\n"), 42), "web-1-42");

@@ -8,16 +8,21 @@
 //!   table row.
 //! - `records.rs`: [`PgRecords`], the fenced delete (FEN-2) in one
 //!   transaction.
+//! - `options.rs`: [`PgOptions`], with the server-side bounds every pooled
+//!   connection carries and the rule that keeps them shorter than the TTL.
 //! - `clock.rs`: [`SystemClock`], the worker's clock on the wall clock and
 //!   tokio timers.
 //!
-//! Every call is bounded by [`PgOptions::call_timeout_ms`] and maps failures
+//! Every call is bounded by [`PgOptions::call_timeout_ms`] (on timeout the
+//! adapter sends the server a cancel request and closes the connection) and
+//! maps failures
 //! to [`CallError`]: no connection or a statement the server refused is
 //! `Rejected` (nothing applied); a lost connection or a timeout is
 //! `Ambiguous` (it may have applied); a stale token is `Fenced`.
 
 mod clock;
 mod lease;
+mod options;
 mod records;
 mod schema;
 
@@ -27,35 +32,13 @@ use std::time::Duration;
 pub use clock::SystemClock;
 pub use deadpool_postgres::Pool;
 pub use lease::{ACQUIRE, PgLeaseService, RELEASE, RENEW};
+pub use options::PgOptions;
 pub use records::{DELETE_OLDEST, DeletedRow, FENCE, FencedDelete, PgRecords};
 pub use schema::{MIGRATIONS, migrate};
 
 use deadpool_postgres::Object;
 
-use crate::{CallError, CallErrorKind, WorkerConfig};
-
-/// Settings shared by both adapters.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PgOptions {
-    /// The lease row's name; replicas that compete share it. Default:
-    /// `"retention"`.
-    pub lease_name: String,
-    /// TTL of every granted lease, timed by the database's clock.
-    /// Default: [`WorkerConfig::default`]'s `lease_ttl_ms` (30 s).
-    pub lease_ttl_ms: u64,
-    /// A call with no answer after this long fails as ambiguous. Default: 5 s.
-    pub call_timeout_ms: u64,
-}
-
-impl Default for PgOptions {
-    fn default() -> Self {
-        Self {
-            lease_name: "retention".to_owned(),
-            lease_ttl_ms: WorkerConfig::default().lease_ttl_ms,
-            call_timeout_ms: 5_000,
-        }
-    }
-}
+use crate::{CallError, CallErrorKind};
 
 /// A value the database applied, with the database's clock at the moment
 /// it decided: for a lease, after the row lock was taken; for a delete, when
@@ -82,12 +65,19 @@ impl fmt::Display for SetupError {
 impl std::error::Error for SetupError {}
 
 /// A connection pool of at most `max_size` connections to `database_url`
-/// (a `postgres://` URL or a libpq key=value string). Connections open
-/// lazily; a broken one is replaced on next use.
-pub fn connect_pool(database_url: &str, max_size: usize) -> Result<Pool, SetupError> {
-    let config: tokio_postgres::Config = database_url
+/// (a `postgres://` URL or a libpq key=value string), each carrying
+/// `options`' server-side bounds and keepalives (replacing any `options`
+/// the URL names). Connections open lazily; a broken one is replaced on
+/// next use.
+pub fn connect_pool(
+    database_url: &str,
+    max_size: usize,
+    options: &PgOptions,
+) -> Result<Pool, SetupError> {
+    let mut config: tokio_postgres::Config = database_url
         .parse()
         .map_err(|e| SetupError(format!("DATABASE_URL is not a PostgreSQL URL: {e}")))?;
+    options.bound(&mut config);
     let manager = deadpool_postgres::Manager::from_config(
         config,
         tokio_postgres::NoTls,
@@ -119,6 +109,7 @@ async fn bounded<T>(
         call(connection).await
     })
     .await;
+    let attempt_timed_out = attempt.is_err();
     let result = attempt.unwrap_or_else(|_| {
         Err(CallError::ambiguous(format!(
             "{op}: no answer from PostgreSQL within {timeout_ms} ms"
@@ -126,10 +117,27 @@ async fn bounded<T>(
     });
     if matches!(&result, Err(error) if error.kind == CallErrorKind::Ambiguous) {
         if let Some(connection) = used.take() {
+            if attempt_timed_out {
+                cancel(&connection, timeout_ms);
+            }
             drop(Object::take(connection));
         }
     }
     result
+}
+
+/// Asks the server to cancel what `connection` is running (a statement
+/// waiting for the lease row, a long delete), so it stops holding or
+/// waiting for locks now rather than at its `statement_timeout`. The request
+/// goes on a connection of its own, in the background and bounded; a
+/// statement it arrives too late for has already applied, which the
+/// caller's ambiguous error allows for.
+fn cancel(connection: &Object, timeout_ms: u64) {
+    let token = connection.cancel_token();
+    tokio::spawn(async move {
+        let bound = Duration::from_millis(timeout_ms);
+        let _ = tokio::time::timeout(bound, token.cancel_query(tokio_postgres::NoTls)).await;
+    });
 }
 
 /// A pooled connection; failing to get one means nothing was sent.

@@ -50,6 +50,21 @@ pub struct RunnerConfig {
     /// A database call with no answer after this long counts as ambiguous.
     #[arg(long, env = "RETENTION_CALL_TIMEOUT_MS", default_value_t = PgOptions::default().call_timeout_ms)]
     pub call_timeout_ms: u64,
+    /// The server cancels any statement running longer (`statement_timeout`).
+    #[arg(long, env = "RETENTION_STATEMENT_TIMEOUT_MS", default_value_t = PgOptions::default().statement_timeout_ms)]
+    pub statement_timeout_ms: u64,
+    /// The server fails a statement waiting this long for a lock
+    /// (`lock_timeout`).
+    #[arg(long, env = "RETENTION_LOCK_TIMEOUT_MS", default_value_t = PgOptions::default().lock_timeout_ms)]
+    pub lock_timeout_ms: u64,
+    /// The server ends a session idle this long inside a transaction
+    /// (`idle_in_transaction_session_timeout`). Call timeout + statement
+    /// timeout + this must stay below the lease TTL.
+    #[arg(long, env = "RETENTION_IDLE_IN_TRANSACTION_TIMEOUT_MS", default_value_t = PgOptions::default().idle_in_transaction_timeout_ms)]
+    pub idle_in_transaction_timeout_ms: u64,
+    /// TCP keepalive idle time on both ends of every connection.
+    #[arg(long, env = "RETENTION_KEEPALIVE_IDLE_MS", default_value_t = PgOptions::default().keepalive_idle_ms)]
+    pub keepalive_idle_ms: u64,
     /// Connections in the pool (a term uses two at most: renew and delete).
     #[arg(long, env = "RETENTION_POOL_SIZE", default_value_t = 4)]
     pub pool_size: usize,
@@ -83,6 +98,10 @@ impl RunnerConfig {
             lease_name: self.lease_name.clone(),
             lease_ttl_ms: self.lease_ttl_ms,
             call_timeout_ms: self.call_timeout_ms,
+            statement_timeout_ms: self.statement_timeout_ms,
+            lock_timeout_ms: self.lock_timeout_ms,
+            idle_in_transaction_timeout_ms: self.idle_in_transaction_timeout_ms,
+            keepalive_idle_ms: self.keepalive_idle_ms,
         }
     }
 

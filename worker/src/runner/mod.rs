@@ -61,6 +61,16 @@ pub enum RunnerError {
     Task(String),
 }
 
+impl RunnerError {
+    /// A config error, named by the flag that sets the field.
+    fn flag(error: ConfigError) -> Self {
+        Self::Config {
+            flag: format!("--{}", error.field.replace('_', "-")),
+            error,
+        }
+    }
+}
+
 impl fmt::Display for RunnerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -83,30 +93,25 @@ pub async fn run_runner(
     shutdown: impl Future<Output = ()>,
 ) -> Result<RunnerOutcome, RunnerError> {
     let worker_config = config.worker_config();
+    let options = config.pg_options();
     worker_config
         .validate()
-        .map_err(|error| RunnerError::Config {
-            flag: format!("--{}", error.field.replace('_', "-")),
-            error,
-        })?;
-    let pool = connect_pool(&config.database_url, config.pool_size).map_err(RunnerError::Setup)?;
+        .and_then(|()| options.validate())
+        .map_err(RunnerError::flag)?;
+    let pool = connect_pool(&config.database_url, config.pool_size, &options)
+        .map_err(RunnerError::Setup)?;
     if !config.skip_migrations {
         let applied = migrate(&pool).await.map_err(RunnerError::Setup)?;
         info!(?applied, "schema up to date");
     }
-    let options = config.pg_options();
     let deps = Dependencies {
         clock: SystemClock,
         leases: PgLeaseService::new(pool.clone(), options.clone()),
         records: PgRecords::new(pool, options),
     };
     let owner = config.owner();
-    let worker = Arc::new(
-        Worker::new(owner.clone(), worker_config, deps).map_err(|error| RunnerError::Config {
-            flag: format!("--{}", error.field.replace('_', "-")),
-            error,
-        })?,
-    );
+    let worker =
+        Arc::new(Worker::new(owner.clone(), worker_config, deps).map_err(RunnerError::flag)?);
     info!(owner = %owner, once = config.once, "retention worker started");
     let serving = worker.clone();
     let once = config.once;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use retention_worker::pg::{Pool, connect_pool, migrate};
+use retention_worker::pg::{PgOptions, Pool, connect_pool, migrate};
 
 const INSTALL_HINT: &str = "install the server with `apt-get install -y postgresql` \
      (Debian/Ubuntu; .ci/run does this), or set PG_BIN_DIR to the folder holding \
@@ -121,7 +121,8 @@ impl TempServer {
     /// Creates database `name`, applies the shipped migrations, and returns a
     /// pool of `pool_size` connections to it.
     pub async fn database(&self, name: &str, pool_size: usize) -> Pool {
-        let admin = connect_pool(&self.url("postgres"), 1).expect("admin pool");
+        let admin =
+            connect_pool(&self.url("postgres"), 1, &PgOptions::default()).expect("admin pool");
         admin
             .get()
             .await
@@ -129,7 +130,7 @@ impl TempServer {
             .batch_execute(&format!("CREATE DATABASE {name}"))
             .await
             .expect("create a test database");
-        let pool = connect_pool(&self.url(name), pool_size).expect("pool");
+        let pool = connect_pool(&self.url(name), pool_size, &PgOptions::default()).expect("pool");
         migrate(&pool).await.expect("migrate a fresh database");
         pool
     }

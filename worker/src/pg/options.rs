@@ -1,0 +1,177 @@
+//! The adapters' settings, the server-side bounds derived from them, and the
+//! rule that keeps a stalled client from holding the lease row past its TTL.
+
+use std::time::Duration;
+
+use crate::{ConfigError, WorkerConfig};
+
+/// Settings shared by both adapters and the pool that serves them.
+///
+/// Every connection carries server-side bounds that PostgreSQL enforces by
+/// itself, so a client that froze (a GC pause, SIGSTOP), lost its network
+/// or died cannot keep the fence's share lock on the lease row: see
+/// [`PgOptions::longest_lock_hold_ms`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PgOptions {
+    /// The lease row's name; replicas that compete share it. Default:
+    /// `"retention"`.
+    pub lease_name: String,
+    /// TTL of every granted lease, timed by the database's clock.
+    /// Default: [`WorkerConfig::default`]'s `lease_ttl_ms` (30 s).
+    pub lease_ttl_ms: u64,
+    /// A call with no answer after this long fails as ambiguous; the
+    /// adapter then cancels its statement and closes its connection.
+    /// Default: 5 s.
+    pub call_timeout_ms: u64,
+    /// `statement_timeout`: the server cancels any statement, lock waits
+    /// included, that runs longer. Default: 5 s.
+    pub statement_timeout_ms: u64,
+    /// `lock_timeout`: the server fails a statement that waited this long
+    /// for a lock (a renewal or a successor's acquire behind a delete).
+    /// Default: 5 s.
+    pub lock_timeout_ms: u64,
+    /// `idle_in_transaction_session_timeout`: the server ends a session that
+    /// left a transaction open and sent nothing for this long, rolling it
+    /// back. Default: 5 s.
+    pub idle_in_transaction_timeout_ms: u64,
+    /// TCP keepalive idle time, on the client's socket and the server's
+    /// (`tcp_keepalives_idle`); probes follow every second, three of them.
+    /// Default: 5 s.
+    pub keepalive_idle_ms: u64,
+}
+
+/// Keepalive probes after the idle time: their spacing and how many go
+/// unanswered before the peer counts as gone.
+const KEEPALIVE_INTERVAL_MS: u64 = 1_000;
+const KEEPALIVE_RETRIES: u32 = 3;
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        Self {
+            lease_name: "retention".to_owned(),
+            lease_ttl_ms: WorkerConfig::default().lease_ttl_ms,
+            call_timeout_ms: 5_000,
+            statement_timeout_ms: 5_000,
+            lock_timeout_ms: 5_000,
+            idle_in_transaction_timeout_ms: 5_000,
+            keepalive_idle_ms: 5_000,
+        }
+    }
+}
+
+impl PgOptions {
+    /// The longest a client can hold the lease row's share lock once it
+    /// stopped taking part (froze, lost its network, died without closing
+    /// its socket): up to `call_timeout_ms` of a delete it was still
+    /// running normally (any longer and it gives up and closes the
+    /// connection itself), then the statement the server was running, at
+    /// most `statement_timeout_ms`, then an idle open transaction, at most
+    /// `idle_in_transaction_timeout_ms`, after which the server rolls back.
+    pub fn longest_lock_hold_ms(&self) -> u64 {
+        self.call_timeout_ms
+            .saturating_add(self.statement_timeout_ms)
+            .saturating_add(self.idle_in_transaction_timeout_ms)
+    }
+
+    /// The longest one statement waits behind that lock before the server
+    /// fails it (the caller retries later): `min(lock_timeout_ms,
+    /// statement_timeout_ms)`.
+    pub fn longest_lock_wait_ms(&self) -> u64 {
+        self.lock_timeout_ms.min(self.statement_timeout_ms)
+    }
+
+    /// Checks the rules the bounds must keep; the error names the field.
+    /// Zero is refused everywhere because PostgreSQL reads it as "no bound".
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let positive = [
+            ("lease_ttl_ms", self.lease_ttl_ms),
+            ("call_timeout_ms", self.call_timeout_ms),
+            ("statement_timeout_ms", self.statement_timeout_ms),
+            ("lock_timeout_ms", self.lock_timeout_ms),
+            (
+                "idle_in_transaction_timeout_ms",
+                self.idle_in_transaction_timeout_ms,
+            ),
+        ];
+        for (field, value) in positive {
+            refuse_if(
+                value == 0,
+                field,
+                value.to_string(),
+                "must be > 0 (0 means no bound)",
+            )?;
+        }
+        let ttl = self.lease_ttl_ms;
+        for (field, value) in [
+            ("statement_timeout_ms", self.statement_timeout_ms),
+            ("lock_timeout_ms", self.lock_timeout_ms),
+        ] {
+            refuse_if(
+                value >= ttl,
+                field,
+                value.to_string(),
+                "must be shorter than lease_ttl_ms",
+            )?;
+        }
+        refuse_if(
+            !(1_000..ttl).contains(&self.keepalive_idle_ms),
+            "keepalive_idle_ms",
+            self.keepalive_idle_ms.to_string(),
+            "must be at least 1000 (the server counts whole seconds) and shorter than lease_ttl_ms",
+        )?;
+        let hold = self.longest_lock_hold_ms();
+        refuse_if(
+            hold >= ttl,
+            "idle_in_transaction_timeout_ms",
+            format!(
+                "{} (call {} + statement {} + idle {} = {hold} ms, TTL {ttl} ms)",
+                self.idle_in_transaction_timeout_ms,
+                self.call_timeout_ms,
+                self.statement_timeout_ms,
+                self.idle_in_transaction_timeout_ms
+            ),
+            "makes call_timeout_ms + statement_timeout_ms + idle_in_transaction_timeout_ms \
+             reach lease_ttl_ms: a stalled holder's lock would outlast its lease",
+        )
+    }
+
+    /// The bounds as libpq `options`: session settings the server applies
+    /// at connection start, with no round trip of their own.
+    pub(crate) fn server_settings(&self) -> String {
+        let seconds = |ms: u64| ms.div_ceil(1_000);
+        format!(
+            "-c statement_timeout={} -c lock_timeout={} \
+             -c idle_in_transaction_session_timeout={} -c tcp_keepalives_idle={} \
+             -c tcp_keepalives_interval={} -c tcp_keepalives_count={KEEPALIVE_RETRIES}",
+            self.statement_timeout_ms,
+            self.lock_timeout_ms,
+            self.idle_in_transaction_timeout_ms,
+            seconds(self.keepalive_idle_ms),
+            seconds(KEEPALIVE_INTERVAL_MS),
+        )
+    }
+
+    /// Applies the bounds to a connection's configuration: the server's
+    /// settings, and keepalives on the client's own socket.
+    pub(crate) fn bound(&self, config: &mut tokio_postgres::Config) {
+        config
+            .options(self.server_settings())
+            .keepalives(true)
+            .keepalives_idle(Duration::from_millis(self.keepalive_idle_ms))
+            .keepalives_interval(Duration::from_millis(KEEPALIVE_INTERVAL_MS))
+            .keepalives_retries(KEEPALIVE_RETRIES);
+    }
+}
+
+fn refuse_if(
+    broken: bool,
+    field: &'static str,
+    value: String,
+    rule: &'static str,
+) -> Result<(), ConfigError> {
+    if broken {
+        Err(ConfigError { field, value, rule })
+    } else {
+        Ok(())
+    }
+}
