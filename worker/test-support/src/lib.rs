@@ -1,7 +1,12 @@
 //! Test support for the workspace: [`TempServer`], a throwaway PostgreSQL
 //! server for one test (`initdb` in a temporary folder, a free port on
-//! 127.0.0.1, stopped and deleted on drop). Tests that need a database start
+//! 127.0.0.1, stopped and deleted on drop), and [`Proxy`] (`proxy.rs`), a
+//! loopback TCP proxy a test can partition. Tests that need a database start
 //! their own; none is skipped because the server binaries are missing.
+
+mod proxy;
+
+pub use proxy::Proxy;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -111,6 +116,11 @@ impl TempServer {
             }
         }
         panic!("PostgreSQL did not start: {last_error}");
+    }
+
+    /// The server's port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// A URL for database `name` on this server.
