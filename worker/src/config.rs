@@ -17,12 +17,16 @@ pub struct WorkerConfig {
     pub batch_size: u32,
     /// Rows one term may delete before it yields, `1..=1000`. Default: 1,000.
     pub term_row_cap: u32,
-    /// Rows older than `now - retention_ms` (captured once per term, CUT-1)
-    /// are deleted; must be > 0. Default: 30 days.
+    /// Rows older than the term's grant less `retention_ms` are deleted:
+    /// the grant's instant on the database's clock, captured once per term
+    /// (CUT-1), so that no row goes early by that clock; must be > 0.
+    /// Default: 30 days.
     pub retention_ms: u64,
-    /// The TTL the lease service grants. The worker reads expiry from each
-    /// lease; this value only checks that the renewal schedule can keep a
-    /// lease alive. Default: 30 s.
+    /// The TTL the lease service grants; must be the service's own. The
+    /// worker reads expiry from each lease, checks with this that the
+    /// renewal schedule can keep a lease alive, and finds a grant's instant
+    /// on the service's clock as its expiry less this (the term's cutoff).
+    /// Default: 30 s.
     pub lease_ttl_ms: u64,
     /// Pause between the end of one renewal and the start of the next; must
     /// be > 0 and, with `expiry_margin_ms`, fit inside `lease_ttl_ms`.

@@ -19,6 +19,16 @@ pub struct Lease {
     pub expires_at_ms: i64,
 }
 
+impl Lease {
+    /// When the lease service granted (or last renewed) this lease, on its
+    /// clock, given the TTL it grants: a time that clock had reached, which
+    /// a replica whose own clock is off can still rely on.
+    pub fn granted_at_ms(&self, lease_ttl_ms: u64) -> i64 {
+        let ttl_ms = i64::try_from(lease_ttl_ms).unwrap_or(i64::MAX);
+        self.expires_at_ms.saturating_sub(ttl_ms)
+    }
+}
+
 impl fmt::Display for Lease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

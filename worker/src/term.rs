@@ -37,13 +37,18 @@ impl<C: Clock, L: LeaseService, R: RecordsRepository> Worker<C, L, R> {
             Err(error) => return TermReport::new(TermEnd::AcquireFailed(error)),
         };
         info!(owner = %self.owner_id, token = lease.fencing_token, "lease acquired");
+        let granted_at_ms = lease.granted_at_ms(self.config.lease_ttl_ms);
         self.shared.store_lease(lease);
 
         // STP-4: a stop that raced the acquire skips the work, not the release.
         let mut report = TermReport::new(TermEnd::Stopped);
         if !self.shared.read(|state| state.stop_requested) {
-            // CUT-1: the one cutoff of this term.
-            let cutoff_ms = self.deps.clock.now_ms().saturating_sub(self.retention_ms);
+            // CUT-1: the one cutoff of this term, on the database's clock:
+            // the grant's instant (its expiry less the TTL) is a time that
+            // clock had reached, so a row older than it by the retention is
+            // old enough whenever the delete commits, however far this
+            // replica's own clock runs ahead (DATA-4).
+            let cutoff_ms = granted_at_ms.saturating_sub(self.retention_ms);
             report.cutoff_ms = Some(cutoff_ms);
             let (end, ()) = join(self.delete_loop(cutoff_ms, &mut report), self.renew_loop()).await;
             report.end = end;

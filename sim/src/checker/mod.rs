@@ -57,6 +57,10 @@ pub const CLAUSES: &[(&str, &str)] = &[
     ("DATA-1", "no row newer than its term's cutoff is deleted"),
     ("DATA-2", "no row is deleted twice"),
     ("DATA-3", "deleted counts match the database"),
+    (
+        "DATA-4",
+        "no row goes before its retention by the database's clock",
+    ),
     ("RPT-1", "a term's report matches its history"),
     ("LIVE-1", "without faults, the backlog drains"),
     ("LIVE-2", "every stop() resolves within a bounded time"),

@@ -12,8 +12,9 @@ use crate::model::{
 #[derive(Debug, Default)]
 struct Term {
     number: u32,
-    /// The acquire's invoke.
+    /// The acquire's invoke, and its time.
     started: usize,
+    started_at_ms: i64,
     /// The newest lease granted to the term, and the event that granted it.
     newest: Option<(LeaseRec, usize)>,
     granted_at_ms: Option<i64>,
@@ -183,6 +184,7 @@ impl Walker<'_> {
         self.now.term = Some(Term {
             number,
             started: seq,
+            started_at_ms: self.history.events[seq].at_ms,
             stop_before_start,
             ..Term::default()
         });
@@ -380,14 +382,20 @@ fn check_delete(
         }
         Some(_) => {}
         None => {
-            // Captured on the worker's clock after the acquire answered.
-            let captured_ms = older_than_ms + retention_ms - ctx.skew_ms;
+            // Captured on the database's clock by the grant (between the
+            // acquire's invoke and the first delete), or on the worker's
+            // own clock after the acquire answered.
+            let on_db_ms = older_than_ms + retention_ms;
+            let on_own_ms = on_db_ms - ctx.skew_ms;
+            let by_grant = (term.started_at_ms..=ctx.at_ms).contains(&on_db_ms);
             if let Some(granted_ms) = term.granted_at_ms
-                && !(granted_ms..=ctx.at_ms).contains(&captured_ms)
+                && !by_grant
+                && !(granted_ms..=ctx.at_ms).contains(&on_own_ms)
             {
                 let message = format!(
-                    "cutoff {older_than_ms} was captured at {captured_ms} ms, outside acquire ({granted_ms} ms) .. first delete ({} ms)",
-                    ctx.at_ms
+                    "cutoff {older_than_ms} was captured at {on_db_ms} ms on the database's clock \
+                     ({on_own_ms} ms on the replica's), outside acquire ({} ms) .. first delete ({} ms)",
+                    term.started_at_ms, ctx.at_ms
                 );
                 found.flag("CUT-1", &[term.started, seq], message);
             }

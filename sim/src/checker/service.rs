@@ -1,10 +1,10 @@
 //! System-level checks on what the services applied: FEN-2, REL-2, token
-//! order, and data safety (DATA-1..3), plus LIVE-1.
+//! order, and data safety (DATA-1..4), plus LIVE-1.
 
 use std::collections::BTreeMap;
 
 use super::Findings;
-use crate::model::{EventKind, History, LeaseRec, Outcome};
+use crate::model::{EventKind, History, LeaseRec, Outcome, RowRec};
 
 pub(super) fn check(history: &History, found: &mut Findings) {
     let mut holder: Option<(LeaseRec, usize)> = None;
@@ -63,6 +63,7 @@ pub(super) fn check(history: &History, found: &mut Findings) {
                 rows,
             } => {
                 fence_held(&changes, (*token, *fenced_at_ms), seq, found);
+                retained(rows, event.at_ms, history.header.retention_ms, seq, found);
                 for row in rows {
                     if row.created_at_ms >= *older_than_ms {
                         let message = format!(
@@ -176,5 +177,37 @@ fn fence_held(
             &[seq],
             format!("delete with token {token} fenced at {fenced_at_ms} ms with no lease held"),
         ),
+    }
+}
+
+/// DATA-4: at its commit (`deleted_at_ms`, the database's clock, which
+/// also stamps every row), each deleted row was at least `retention_ms`
+/// old. DATA-1 judges rows against the cutoff the worker chose; this judges
+/// the cutoff, whatever clock the worker took it from. One finding per
+/// delete, naming the youngest row.
+fn retained(
+    rows: &[RowRec],
+    deleted_at_ms: i64,
+    retention_ms: u64,
+    seq: usize,
+    found: &mut Findings,
+) {
+    let retention_ms = i64::try_from(retention_ms).unwrap_or(i64::MAX);
+    let young = rows
+        .iter()
+        .filter(|row| deleted_at_ms.saturating_sub(row.created_at_ms) < retention_ms);
+    let (count, youngest) = young.fold((0, None::<&RowRec>), |(count, youngest), row| {
+        let younger = youngest.is_none_or(|y| row.created_at_ms > y.created_at_ms);
+        (count + 1, if younger { Some(row) } else { youngest })
+    });
+    if let Some(row) = youngest {
+        let message = format!(
+            "{count} rows deleted at {deleted_at_ms} ms before their {retention_ms} ms retention \
+             by the database's clock; the youngest, row {}, was written at {} ms ({} ms old)",
+            row.id,
+            row.created_at_ms,
+            deleted_at_ms - row.created_at_ms
+        );
+        found.flag("DATA-4", &[seq], message);
     }
 }

@@ -650,7 +650,41 @@ fn data_1_deleting_a_row_newer_than_the_cutoff() {
             rows[0].created_at_ms = 0;
         }
     });
-    assert_eq!(s.flagged(), vec!["DATA-1"]);
+    // Written at 0 and gone at 10 ms, it is also far short of the 1 s
+    // retention by the database's clock.
+    assert_eq!(s.flagged(), vec!["DATA-1", "DATA-4"]);
+}
+
+/// A worker whose clock runs 90 ms ahead takes its cutoff 90 ms too late:
+/// every row it deletes is older than that cutoff (DATA-1 holds) and the
+/// cutoff was taken once, after acquiring, on its clock (CUT-1 holds), yet
+/// one row is gone before its retention by the database's clock.
+#[test]
+fn data_4_a_cutoff_from_a_clock_running_ahead() {
+    let mut s = Script::correct();
+    s.header.skews_ms = vec![90, 0];
+    let mut s = s.edit(4, |k| {
+        if let EventKind::Deleted { rows, .. } = k {
+            rows[0].created_at_ms = -950;
+        }
+    });
+    for seq in 0..s.events.len() {
+        s = s.edit(seq, |k| {
+            set_delete(k, Some(-900), None, None);
+            if let EventKind::Deleted { older_than_ms, .. } = k {
+                *older_than_ms = -900;
+            }
+        });
+    }
+    assert_eq!(s.flagged(), vec!["DATA-4"]);
+    let verdict = check(&s.history());
+    assert!(
+        verdict.violations[0]
+            .message
+            .contains("the youngest, row 1, was written at -950 ms (960 ms old)"),
+        "{:?}",
+        verdict.violations
+    );
 }
 
 #[test]

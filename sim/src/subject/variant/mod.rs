@@ -11,8 +11,7 @@ use std::time::Duration;
 
 use futures_util::future::{Either, join, select};
 use retention_worker::{
-    CallErrorKind, Clock, Jitter, Lease, LeaseService, RecordsRepository, SeededJitter,
-    WorkerConfig,
+    CallErrorKind, Jitter, Lease, LeaseService, RecordsRepository, SeededJitter, WorkerConfig,
 };
 use tokio::sync::Notify;
 
@@ -201,7 +200,12 @@ impl Variant {
     async fn delete_batches(&self, cell: &Mutex<Cell>) -> (LoopEnd, u64, u32, bool) {
         let retention_ms = i64::try_from(self.config.retention_ms).expect("validated");
         let cap = u64::from(self.config.term_row_cap);
-        let term_cutoff_ms = self.deps.clock.now_ms() - retention_ms;
+        let ttl_ms = self.config.lease_ttl_ms;
+        // As the real worker: the cutoff on the database's clock, from the
+        // grant; the moving-cutoff flaw takes it from each latest renewal.
+        let granted_at_ms =
+            |cell: &Mutex<Cell>| cell.lock().expect("cell").latest.granted_at_ms(ttl_ms);
+        let term_cutoff_ms = granted_at_ms(cell) - retention_ms;
         let (mut rows, mut batches) = (0u64, 0u32);
         let outcome = loop {
             let token = {
@@ -215,7 +219,7 @@ impl Variant {
                 cell.latest.fencing_token
             };
             let cutoff_ms = if self.has(Flaw::MovingCutoff) {
-                self.deps.clock.now_ms() - retention_ms
+                granted_at_ms(cell) - retention_ms
             } else {
                 term_cutoff_ms
             };
