@@ -170,6 +170,13 @@ impl Database {
         }
     }
 
+    /// Statement `id` stops waiting for the row, unapplied (its lock wait
+    /// or statement bound ran out, or its client cancelled it); `false` if
+    /// it was not waiting (already applied).
+    pub fn give_up_waiting(&mut self, id: StatementId) -> bool {
+        self.lock.give_up(|waiting| waiting.id == id).is_some()
+    }
+
     /// Lease statements waiting for the row, oldest first.
     pub fn waiting(&self) -> Vec<StatementId> {
         self.lock.waiters().map(|waiting| waiting.id).collect()

@@ -59,6 +59,14 @@ impl<W> RowLock<W> {
         self.waiting.push_back(waiter);
     }
 
+    /// Takes the first waiter `matches` picks out of the queue (its
+    /// statement failed: a lock timeout, a cancel); the rest keep their
+    /// order.
+    pub fn give_up(&mut self, matches: impl Fn(&W) -> bool) -> Option<W> {
+        let index = self.waiting.iter().position(matches)?;
+        self.waiting.remove(index)
+    }
+
     /// Updates waiting, oldest first.
     pub fn waiters(&self) -> impl Iterator<Item = &W> {
         self.waiting.iter()

@@ -256,6 +256,17 @@ pub enum EventKind {
         /// Rows its delete had locked, now unlocked.
         rows: u64,
     },
+    /// The database ended call `call`'s statement or session on its own,
+    /// as PostgreSQL's server-side bounds do: a lock wait or a statement past
+    /// its bound fails (nothing applied; a transaction is left aborted), a
+    /// session idle inside a transaction past its bound is terminated (its
+    /// transaction rolled back), a statement its client cancelled stops.
+    Aborted {
+        /// The call whose statement or session it was.
+        call: u64,
+        /// Which bound, or the cancel, and after how long.
+        reason: String,
+    },
     /// A replica's term ended with this report.
     TermEnded {
         /// How it ended.

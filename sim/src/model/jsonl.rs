@@ -9,7 +9,7 @@ use super::history::History;
 /// Version 3 records a delete's fence instant and rolled-back transactions;
 /// version 2 recorded a term's end, its release and a call's failure kind
 /// as typed values; version 1 wrote them as the worker's `Debug` text.
-pub const HISTORY_FORMAT_VERSION: u64 = 3;
+pub const HISTORY_FORMAT_VERSION: u64 = 4;
 
 /// The header line's key for [`HISTORY_FORMAT_VERSION`].
 const VERSION_KEY: &str = "format_version";

@@ -28,6 +28,17 @@ pub struct RunSpec {
     pub arrivals_per_sec: u32,
     /// How long a client waits for any reply before it reports a timeout.
     pub rpc_timeout_ms: u64,
+    /// The database's `statement_timeout`, as the adapters set it on every
+    /// connection: a statement (a lock wait included) running longer fails.
+    /// 0 turns the bound off, as in PostgreSQL.
+    pub statement_timeout_ms: u64,
+    /// The database's `lock_timeout`: a lease statement waiting this long
+    /// for the lease row fails with nothing applied. 0: no bound.
+    pub lock_timeout_ms: u64,
+    /// The database's `idle_in_transaction_session_timeout`: a session that
+    /// holds a transaction open and sends nothing this long is terminated and
+    /// its transaction rolled back. 0: no bound.
+    pub idle_in_transaction_timeout_ms: u64,
     /// The database spends a time uniform in `db_batch_ms_min..=db_batch_ms_max`
     /// on each delete before it commits it.
     pub db_batch_ms_min: u64,
@@ -58,6 +69,12 @@ impl Default for RunSpec {
             boundary_rows: 300,
             arrivals_per_sec: 5,
             rpc_timeout_ms: 2_500,
+            // The adapters' bounds on the simulator's time scale: a lock
+            // wait or statement may take a third of the 3 s lease, an idle
+            // open transaction a sixth (production: 5 s each under 30 s).
+            statement_timeout_ms: 1_000,
+            lock_timeout_ms: 1_000,
+            idle_in_transaction_timeout_ms: 500,
             db_batch_ms_min: 50,
             db_batch_ms_max: 400,
             worker: WorkerSpec::default(),

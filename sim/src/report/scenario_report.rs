@@ -65,6 +65,23 @@ pub fn describe_run(run: &RunSpec) -> String {
         w.term_interval_ms,
         w.term_jitter_ms_max
     );
+    let bound = |ms: u64| {
+        if ms == 0 {
+            "off".to_owned()
+        } else {
+            format!("{ms} ms")
+        }
+    };
+    let _ = writeln!(
+        out,
+        "database  work {}..{} ms a delete; call timeout {} ms; bounds: statement {}, lock {}, idle in transaction {}",
+        run.db_batch_ms_min,
+        run.db_batch_ms_max,
+        run.rpc_timeout_ms,
+        bound(run.statement_timeout_ms),
+        bound(run.lock_timeout_ms),
+        bound(run.idle_in_transaction_timeout_ms)
+    );
     let knobs = run.faults.knobs();
     let on: Vec<String> = knobs
         .into_iter()

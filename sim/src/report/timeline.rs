@@ -168,6 +168,7 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
             None,
             format!("call {call}, {rows} rows kept"),
         ),
+        K::Aborted { call, reason } => ("ABORTED".into(), None, format!("call {call} {reason}")),
         K::TermEnded {
             end,
             rows,

@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::clock::SimClock;
-use super::db_node::DbNode;
+use super::db_node::{Bounds, DbNode};
 use super::inject::{inject, settle_stops};
 use super::recorder::Recorder;
 use super::replica::{ReplicaCtx, replica_process};
@@ -94,6 +94,11 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
         rows,
         recorder.clone(),
         spec.db_batch_ms_min..=spec.db_batch_ms_max,
+        Bounds {
+            statement_ms: spec.statement_timeout_ms,
+            lock_ms: spec.lock_timeout_ms,
+            idle_in_transaction_ms: spec.idle_in_transaction_timeout_ms,
+        },
         spec.seed ^ 0xDB,
     ));
     let service_nodes = start_services(&handle, &spec, &db);

@@ -13,7 +13,7 @@ use super::replica::ReplicaCtx;
 use super::session::Session;
 use super::wire::{
     AcquireReq, BeginReq, Caller, CommitReq, DeleteReq, FenceReq, ReleaseReq, RenewReq,
-    RollbackReq, from_rec, to_rec,
+    RollbackReq, ServerError, from_rec, to_rec,
 };
 use crate::calls::CallFaults;
 use crate::model::{FailureKind, Invocation, LeaseRec, Outcome};
@@ -55,10 +55,14 @@ impl SimPort {
         let timeout = Duration::from_millis(ctx.rpc_timeout_ms);
         let result = match madsim::time::timeout(timeout, exchange(caller, faults)).await {
             Ok(result) => result,
-            Err(_) => Err(CallError::ambiguous(format!(
-                "no reply within {} ms",
-                ctx.rpc_timeout_ms
-            ))),
+            Err(_) => {
+                // As the adapter: ask the server to cancel what it runs.
+                ctx.kernel.cancel(caller);
+                Err(CallError::ambiguous(format!(
+                    "no reply within {} ms",
+                    ctx.rpc_timeout_ms
+                )))
+            }
         };
         ctx.record(ticket.returned(Outcome::of(&result, outcome)));
         result
@@ -66,18 +70,21 @@ impl SimPort {
 
     /// One request and its reply on a connection of its own, with the
     /// call's delays, refusal, lost reply and garbling.
-    async fn exchange<R: Request>(
+    async fn exchange<T, R: Request<Response = Result<T, String>>>(
         &self,
         caller: Caller,
         faults: CallFaults,
         request: R,
-        garble: impl FnOnce(R::Response) -> R::Response,
-    ) -> Result<R::Response, CallError> {
+        garble: impl FnOnce(T) -> T,
+    ) -> Result<T, CallError> {
         sleep_ms(faults.request_delay_ms).await;
         if faults.reject {
             return Err(CallError::rejected("injected: refused before applying"));
         }
         let answer = self.ctx.kernel.connect(caller.call).call(request).await?;
+        // The server failed the statement (a bound, a cancel): nothing
+        // applied, as the adapter reports an error the server raised.
+        let answer = answer.map_err(|reason| CallError::rejected(format!("database: {reason}")))?;
         sleep_ms(faults.reply_delay_ms).await;
         if faults.ambiguous {
             return Err(CallError::ambiguous("injected: applied, reply lost"));
@@ -106,7 +113,8 @@ impl SimPort {
         }
         let txn = session.call(BeginReq { caller }).await?;
         open.opened(txn);
-        if let Err(reason) = session.call(FenceReq { caller, txn, token }).await? {
+        let fenced = session.call(FenceReq { caller, txn, token }).await?;
+        if let Err(reason) = fenced.map_err(server_error)? {
             return Ok(Err(reason));
         }
         let request = DeleteReq {
@@ -115,11 +123,11 @@ impl SimPort {
             older_than_ms,
             limit,
         };
-        session.call(request).await?.map_err(CallError::ambiguous)?;
+        session.call(request).await?.map_err(server_error)?;
         // As tokio-postgres: once COMMIT is sent, no ROLLBACK follows it.
         open.closed();
         let committed = session.call(CommitReq { caller, txn }).await?;
-        let rows = committed.map_err(CallError::ambiguous)?;
+        let rows = committed.map_err(server_error)?;
         sleep_ms(faults.reply_delay_ms).await;
         if faults.ambiguous {
             return Err(CallError::ambiguous("injected: applied, reply lost"));
@@ -175,6 +183,15 @@ impl Drop for Rollback {
         if !*self.answered.lock().expect("answered flag") {
             self.session.close();
         }
+    }
+}
+
+/// As the adapter maps them: an error the server raised applied nothing;
+/// a session the server ended closed the connection under the client.
+fn server_error(error: ServerError) -> CallError {
+    match error {
+        ServerError::Failed(reason) => CallError::rejected(format!("database: {reason}")),
+        ServerError::Closed(reason) => CallError::ambiguous(format!("connection closed: {reason}")),
     }
 }
 

@@ -9,7 +9,7 @@ use madsim::net::rpc::Request;
 
 use super::db_node::DbNode;
 use super::wire::{
-    AcquireReq, BeginReq, CommitReq, DB_ADDR, DeleteReq, FenceReq, ReleaseReq, RenewReq,
+    AcquireReq, BeginReq, CancelReq, CommitReq, DB_ADDR, DeleteReq, FenceReq, ReleaseReq, RenewReq,
     RollbackReq, from_rec, to_rec,
 };
 use crate::db::{LeaseAnswer, LeaseStatement};
@@ -19,7 +19,7 @@ use crate::model::LeaseRec;
 fn serve_now<R: Request>(
     endpoint: &Endpoint,
     node: &Arc<DbNode>,
-    answer: impl Fn(&DbNode, R) -> R::Response + Send + Sync + 'static,
+    answer: impl Fn(&Arc<DbNode>, R) -> R::Response + Send + Sync + 'static,
 ) {
     let node = node.clone();
     endpoint.add_rpc_handler(move |req: R| {
@@ -28,11 +28,11 @@ fn serve_now<R: Request>(
     });
 }
 
-fn lease_of(answer: LeaseAnswer) -> Option<LeaseRec> {
-    match answer {
+fn lease_of(answer: Result<LeaseAnswer, String>) -> Result<Option<LeaseRec>, String> {
+    Ok(match answer? {
         LeaseAnswer::Granted(lease) => Some(to_rec(&lease)),
         _ => None,
-    }
+    })
 }
 
 /// The database node's main task: serves the statements and keeps rows
@@ -65,7 +65,9 @@ pub(crate) async fn database(node: Arc<DbNode>, arrivals_per_sec: u32) {
         let n = n.clone();
         async move {
             let lease = from_rec(&req.lease);
-            n.lease(req.caller, LeaseStatement::Release { lease }).await;
+            n.lease(req.caller, LeaseStatement::Release { lease })
+                .await
+                .map(|_| ())
         }
     });
     serve_now(&endpoint, &node, |n, req: BeginReq| n.begin(req.caller));
@@ -80,6 +82,9 @@ pub(crate) async fn database(node: Arc<DbNode>, arrivals_per_sec: u32) {
     serve_now(&endpoint, &node, |n, req: CommitReq| n.commit(req.txn));
     serve_now(&endpoint, &node, |n, req: RollbackReq| {
         n.request_rollback(req.txn)
+    });
+    serve_now(&endpoint, &node, |n, req: CancelReq| {
+        n.cancel(req.caller.call)
     });
     loop {
         madsim::time::sleep(Duration::from_secs(1)).await;

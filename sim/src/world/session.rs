@@ -18,7 +18,7 @@ use retention_worker::CallError;
 use tokio::sync::{OnceCell, mpsc, oneshot};
 
 use super::db_node::DbNode;
-use super::wire::DB_ADDR;
+use super::wire::{Caller, CancelReq, DB_ADDR};
 
 /// TCP's first retransmission timeout; it doubles on every loss in a row.
 const FIRST_RTO_MS: u64 = 200;
@@ -98,6 +98,22 @@ impl Kernel {
         sessions.retain(|session| session.strong_count() > 0);
         sessions.push(Arc::downgrade(&session));
         session
+    }
+
+    /// Sends a cancel request for `caller`'s statement on a connection of
+    /// its own: not ordered behind the call's session, and still sent if
+    /// the process freezes right after.
+    pub fn cancel(&self, caller: Caller) {
+        let socket = self.socket.clone();
+        self.node.spawn(async move {
+            let endpoint = socket
+                .get_or_init(|| async {
+                    Arc::new(Endpoint::bind("0.0.0.0:0").await.expect("bind a socket"))
+                })
+                .await
+                .clone();
+            let _ = endpoint.call(DB_ADDR, CancelReq { caller }).await;
+        });
     }
 
     /// The process died: each open connection closes after what it had

@@ -35,13 +35,23 @@ macro_rules! request {
     };
 }
 
-request!(AcquireReq { owner: String } -> Option<LeaseRec>, 0x5e_a1);
+/// How the server failed a statement: with an error, nothing applied (and a
+/// transaction it ran in aborted), or by ending the session, which closes
+/// the connection under the client.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) enum ServerError {
+    Failed(String),
+    Closed(String),
+}
+
+// Lease statements fail (`Err`) only by a server-side bound or a cancel.
+request!(AcquireReq { owner: String } -> Result<Option<LeaseRec>, String>, 0x5e_a1);
 request!(
     /// `revoke` is the injected null-renewal fault: the service drops the
     /// lease and answers `None`, as if an operator or a failover had taken it.
-    RenewReq { lease: LeaseRec, revoke: bool } -> Option<LeaseRec>, 0x5e_a2
+    RenewReq { lease: LeaseRec, revoke: bool } -> Result<Option<LeaseRec>, String>, 0x5e_a2
 );
-request!(ReleaseReq { lease: LeaseRec } -> (), 0x5e_a3);
+request!(ReleaseReq { lease: LeaseRec } -> Result<(), String>, 0x5e_a3);
 // The fenced delete is the adapter's conversation, one request per round
 // trip of `worker/src/pg/records.rs`: BEGIN, the fence, the DELETE, COMMIT
 // (or ROLLBACK, which the adapter sends when it gives up or is fenced).
@@ -52,21 +62,26 @@ request!(
 request!(
     /// The fence's `SELECT ... FOR SHARE`: `Ok` with the lock taken, or why
     /// FEN-2 refused.
-    FenceReq { txn: u64, token: u64 } -> Result<(), String>, 0x5e_b2
+    FenceReq { txn: u64, token: u64 } -> Result<Result<(), String>, ServerError>, 0x5e_b2
 );
 request!(
     /// `DELETE_OLDEST`: answered with the rows the statement deleted (they
-    /// go at `COMMIT`), or that the transaction is gone.
-    DeleteReq { txn: u64, older_than_ms: i64, limit: u32 } -> Result<u64, String>, 0x5e_b3
+    /// go at `COMMIT`), or how the server failed it.
+    DeleteReq { txn: u64, older_than_ms: i64, limit: u32 } -> Result<u64, ServerError>, 0x5e_b3
 );
 request!(
-    /// `COMMIT`: answered with the rows deleted, or that the transaction is
-    /// gone (rolled back by the server).
-    CommitReq { txn: u64 } -> Result<u64, String>, 0x5e_b4
+    /// `COMMIT`: answered with the rows deleted, or how the server failed it
+    /// (a `COMMIT` of an aborted transaction rolls it back).
+    CommitReq { txn: u64 } -> Result<u64, ServerError>, 0x5e_b4
 );
 request!(
     /// `ROLLBACK`.
     RollbackReq { txn: u64 } -> (), 0x5e_b5
+);
+request!(
+    /// A cancel request for call `caller.call`'s statement, sent by the
+    /// client when it gives up on it, on a connection of its own.
+    CancelReq {} -> (), 0x5e_b6
 );
 
 /// The one database, holding the lease row and the records.

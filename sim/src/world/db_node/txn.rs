@@ -1,37 +1,66 @@
 //! The fenced delete's transactions: begin, fence, delete, commit and
-//! rollback, and the server's rollback of a dead connection's transactions.
+//! rollback, the statement and idle-in-transaction bounds, and the server's
+//! rollback of a dead connection's transactions.
 
+use std::pin::pin;
+use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::{Either, select};
 use rand::Rng;
+use tokio::sync::oneshot;
 
-use super::{DbNode, TxnInfo};
+use super::{DbNode, State, TxnInfo};
 use crate::db::TxnId;
 use crate::model::{Actor, EventKind};
-use crate::world::wire::Caller;
+use crate::world::wire::{Caller, ServerError};
 
 impl DbNode {
-    pub(crate) fn begin(&self, caller: Caller) -> TxnId {
-        let mut state = self.state.lock().expect("db state");
-        let txn = state.db.begin();
-        let info = TxnInfo {
-            caller,
-            token: 0,
-            fenced_at_ms: None,
-            older_than_ms: 0,
-            running: false,
-            roll_back_when_idle: false,
+    pub(crate) fn begin(self: &Arc<Self>, caller: Caller) -> TxnId {
+        let txn = {
+            let mut state = self.state.lock().expect("db state");
+            let txn = state.db.begin();
+            let info = TxnInfo {
+                caller,
+                token: 0,
+                fenced_at_ms: None,
+                older_than_ms: 0,
+                running: false,
+                roll_back_when_idle: false,
+                activity: 0,
+                aborted: false,
+            };
+            state.txns.insert(txn, info);
+            txn
         };
-        state.txns.insert(txn, info);
+        self.idle(txn);
         txn
     }
 
-    pub(crate) fn fence(&self, caller: Caller, txn: TxnId, token: u64) -> Result<(), String> {
+    /// A statement of `txn` starts: refused if the session is gone or the
+    /// transaction aborted.
+    fn statement(&self, state: &mut State, txn: TxnId) -> Result<(), ServerError> {
+        let Some(info) = state.txns.get_mut(&txn) else {
+            return Err(ServerError::Closed(gone(txn)));
+        };
+        info.activity += 1;
+        if info.aborted {
+            return Err(ServerError::Failed(format!(
+                "transaction {txn} is aborted: commands ignored until ROLLBACK"
+            )));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn fence(
+        self: &Arc<Self>,
+        caller: Caller,
+        txn: TxnId,
+        token: u64,
+    ) -> Result<Result<(), String>, ServerError> {
         let now_ms = self.recorder.now_ms();
         let mut state = self.state.lock().expect("db state");
-        if !state.db.is_open(txn) {
-            return Err(gone(txn));
-        }
+        self.statement(&mut state, txn)?;
         let fenced = state.db.fence(txn, token, now_ms);
         let info = state.txns.get_mut(&txn).expect("an open txn is known");
         info.token = token;
@@ -39,7 +68,8 @@ impl DbNode {
             info.fenced_at_ms = Some(now_ms);
         }
         drop(state);
-        fenced.map_err(|rejection| {
+        self.idle(txn);
+        Ok(fenced.map_err(|rejection| {
             let reason = rejection.to_string();
             let kind = EventKind::Fenced {
                 call: caller.call,
@@ -48,49 +78,83 @@ impl DbNode {
             };
             self.record(caller, Actor::Db, kind);
             reason
-        })
+        }))
     }
 
     pub(crate) async fn delete(
-        &self,
+        self: &Arc<Self>,
         txn: TxnId,
         older_than_ms: i64,
         limit: u32,
-    ) -> Result<u64, String> {
-        let (count, work_ms) = {
+    ) -> Result<u64, ServerError> {
+        let (count, work_ms, stopped) = {
             let mut state = self.state.lock().expect("db state");
             let work_ms = state.work.gen_range(self.batch_ms.clone());
-            if !state.db.is_open(txn) {
-                return Err(gone(txn));
-            }
+            self.statement(&mut state, txn)?;
             let rows = state.db.delete_oldest(txn, older_than_ms, limit);
             let info = state.txns.get_mut(&txn).expect("an open txn is known");
             (info.older_than_ms, info.running) = (older_than_ms, true);
-            (rows.len() as u64, work_ms)
+            let (stop, stopped) = oneshot::channel();
+            state.cancels.insert(txn, stop);
+            (rows.len() as u64, work_ms, stopped)
         };
         // The statement works with its rows locked, and its share lock on
-        // the lease row still held.
-        madsim::time::sleep(Duration::from_millis(work_ms)).await;
-        let roll_back = {
+        // the lease row still held, until done, cut by `statement_timeout`,
+        // or cancelled by its client.
+        let bound_ms = self.bounds.statement_ms;
+        let timed_out = bound_ms > 0 && work_ms > bound_ms;
+        let work = madsim::time::sleep(Duration::from_millis(if timed_out {
+            bound_ms
+        } else {
+            work_ms
+        }));
+        let failure = match select(pin!(work), stopped).await {
+            Either::Left(_) if timed_out => Some(format!(
+                "statement timeout after {bound_ms} ms: the delete is cancelled, its \
+                 transaction aborted"
+            )),
+            Either::Left(_) => None,
+            Either::Right(_) => Some("cancelled by its client: its transaction aborted".into()),
+        };
+        let (caller, roll_back) = {
             let mut state = self.state.lock().expect("db state");
+            state.cancels.remove(&txn);
             let info = state
                 .txns
                 .get_mut(&txn)
                 .expect("only this statement ends it");
             info.running = false;
-            info.roll_back_when_idle
+            info.aborted |= failure.is_some();
+            (info.caller, info.roll_back_when_idle)
         };
+        if let Some(reason) = &failure {
+            let kind = EventKind::Aborted {
+                call: caller.call,
+                reason: reason.clone(),
+            };
+            self.record(caller, Actor::Db, kind);
+        }
         if roll_back {
             self.rollback(txn);
+        } else {
+            self.idle(txn);
         }
-        Ok(count)
+        match failure {
+            Some(reason) => Err(ServerError::Failed(reason)),
+            None => Ok(count),
+        }
     }
 
-    pub(crate) fn commit(&self, txn: TxnId) -> Result<u64, String> {
+    pub(crate) fn commit(&self, txn: TxnId) -> Result<u64, ServerError> {
         let now_ms = self.recorder.now_ms();
         let mut state = self.state.lock().expect("db state");
-        if !state.db.is_open(txn) {
-            return Err(gone(txn));
+        if let Err(error) = self.statement(&mut state, txn) {
+            if matches!(error, ServerError::Failed(_)) {
+                // COMMIT of an aborted transaction rolls it back.
+                drop(state);
+                self.rollback(txn);
+            }
+            return Err(error);
         }
         // The client sends COMMIT only after its DELETE answered; a COMMIT
         // overtaking its own session's statement would be a harness bug.
@@ -118,6 +182,45 @@ impl DbNode {
         }
         self.deliver(applied);
         Ok(count)
+    }
+
+    /// The session is idle inside `txn` from now: unless it sends a
+    /// statement first, the server ends it after the idle bound and rolls
+    /// the transaction back (`idle_in_transaction_session_timeout`).
+    fn idle(self: &Arc<Self>, txn: TxnId) {
+        let bound_ms = self.bounds.idle_in_transaction_ms;
+        let activity = self
+            .state
+            .lock()
+            .expect("db state")
+            .txns
+            .get(&txn)
+            .map(|info| info.activity);
+        let (Some(activity), true) = (activity, bound_ms > 0) else {
+            return;
+        };
+        let node = self.clone();
+        madsim::task::spawn(async move {
+            madsim::time::sleep(Duration::from_millis(bound_ms)).await;
+            let caller = {
+                let state = node.state.lock().expect("db state");
+                match state.txns.get(&txn) {
+                    Some(info) if info.activity == activity && !info.running => info.caller,
+                    _ => return,
+                }
+            };
+            let reason =
+                format!("idle in transaction for {bound_ms} ms: the server ends the session");
+            node.record(
+                caller,
+                Actor::Db,
+                EventKind::Aborted {
+                    call: caller.call,
+                    reason,
+                },
+            );
+            node.rollback(txn);
+        });
     }
 
     /// `ROLLBACK` as the session gets to it: now if idle, else once its
