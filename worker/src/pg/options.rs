@@ -21,22 +21,22 @@ pub struct PgOptions {
     pub lease_ttl_ms: u64,
     /// A call with no answer after this long fails as ambiguous; the
     /// adapter then cancels its statement and closes its connection.
-    /// Default: 5 s.
+    /// Default: a sixth of the TTL (5 s).
     pub call_timeout_ms: u64,
     /// `statement_timeout`: the server cancels any statement, lock waits
-    /// included, that runs longer. Default: 5 s.
+    /// included, that runs longer. Default: a sixth of the TTL (5 s).
     pub statement_timeout_ms: u64,
     /// `lock_timeout`: the server fails a statement that waited this long
     /// for a lock (a renewal or a successor's acquire behind a delete).
-    /// Default: 5 s.
+    /// Default: a sixth of the TTL (5 s).
     pub lock_timeout_ms: u64,
     /// `idle_in_transaction_session_timeout`: the server ends a session that
     /// left a transaction open and sent nothing for this long, rolling it
-    /// back. Default: 5 s.
+    /// back. Default: a sixth of the TTL (5 s).
     pub idle_in_transaction_timeout_ms: u64,
     /// TCP keepalive idle time, on the client's socket and the server's
     /// (`tcp_keepalives_idle`); probes follow every second, three of them.
-    /// Default: 5 s.
+    /// Default: a sixth of the TTL, at least 1 s (5 s).
     pub keepalive_idle_ms: u64,
 }
 
@@ -46,20 +46,33 @@ const KEEPALIVE_INTERVAL_MS: u64 = 1_000;
 const KEEPALIVE_RETRIES: u32 = 3;
 
 impl Default for PgOptions {
+    /// [`PgOptions::for_lease_ttl`] of [`WorkerConfig::default`]'s TTL
+    /// (30 s): every bound 5 s.
     fn default() -> Self {
-        Self {
-            lease_name: "retention".to_owned(),
-            lease_ttl_ms: WorkerConfig::default().lease_ttl_ms,
-            call_timeout_ms: 5_000,
-            statement_timeout_ms: 5_000,
-            lock_timeout_ms: 5_000,
-            idle_in_transaction_timeout_ms: 5_000,
-            keepalive_idle_ms: 5_000,
-        }
+        Self::for_lease_ttl(WorkerConfig::default().lease_ttl_ms)
     }
 }
 
 impl PgOptions {
+    /// Options for leases of `lease_ttl_ms`, every bound derived from it: the
+    /// call timeout, `statement_timeout`, `lock_timeout`,
+    /// `idle_in_transaction_session_timeout` and the keepalive idle time are
+    /// each a sixth of the TTL (the keepalive at least 1 s), so a stalled
+    /// holder's lock goes within half the TTL
+    /// ([`PgOptions::longest_lock_hold_ms`]).
+    pub fn for_lease_ttl(lease_ttl_ms: u64) -> Self {
+        let sixth_ms = lease_ttl_ms / 6;
+        Self {
+            lease_name: "retention".to_owned(),
+            lease_ttl_ms,
+            call_timeout_ms: sixth_ms,
+            statement_timeout_ms: sixth_ms,
+            lock_timeout_ms: sixth_ms,
+            idle_in_transaction_timeout_ms: sixth_ms,
+            keepalive_idle_ms: sixth_ms.max(1_000),
+        }
+    }
+
     /// The longest a client can hold the lease row's share lock once it
     /// stopped taking part (froze, lost its network, died without closing
     /// its socket): up to `call_timeout_ms` of a delete it was still

@@ -47,24 +47,28 @@ pub struct RunnerConfig {
     /// Up to this much random delay is added to every pause.
     #[arg(long, env = "RETENTION_TERM_JITTER_MS_MAX", default_value_t = WorkerConfig::default().term_jitter_ms_max)]
     pub term_jitter_ms_max: u64,
-    /// A database call with no answer after this long counts as ambiguous.
-    #[arg(long, env = "RETENTION_CALL_TIMEOUT_MS", default_value_t = PgOptions::default().call_timeout_ms)]
-    pub call_timeout_ms: u64,
+    /// A database call with no answer after this long counts as ambiguous;
+    /// its statement is then cancelled. Default: a sixth of the lease TTL.
+    #[arg(long, env = "RETENTION_CALL_TIMEOUT_MS")]
+    pub call_timeout_ms: Option<u64>,
     /// The server cancels any statement running longer (`statement_timeout`).
-    #[arg(long, env = "RETENTION_STATEMENT_TIMEOUT_MS", default_value_t = PgOptions::default().statement_timeout_ms)]
-    pub statement_timeout_ms: u64,
+    /// Default: a sixth of the lease TTL.
+    #[arg(long, env = "RETENTION_STATEMENT_TIMEOUT_MS")]
+    pub statement_timeout_ms: Option<u64>,
     /// The server fails a statement waiting this long for a lock
-    /// (`lock_timeout`).
-    #[arg(long, env = "RETENTION_LOCK_TIMEOUT_MS", default_value_t = PgOptions::default().lock_timeout_ms)]
-    pub lock_timeout_ms: u64,
+    /// (`lock_timeout`). Default: a sixth of the lease TTL.
+    #[arg(long, env = "RETENTION_LOCK_TIMEOUT_MS")]
+    pub lock_timeout_ms: Option<u64>,
     /// The server ends a session idle this long inside a transaction
     /// (`idle_in_transaction_session_timeout`). Call timeout + statement
-    /// timeout + this must stay below the lease TTL.
-    #[arg(long, env = "RETENTION_IDLE_IN_TRANSACTION_TIMEOUT_MS", default_value_t = PgOptions::default().idle_in_transaction_timeout_ms)]
-    pub idle_in_transaction_timeout_ms: u64,
-    /// TCP keepalive idle time on both ends of every connection.
-    #[arg(long, env = "RETENTION_KEEPALIVE_IDLE_MS", default_value_t = PgOptions::default().keepalive_idle_ms)]
-    pub keepalive_idle_ms: u64,
+    /// timeout + this must stay below the lease TTL. Default: a sixth of the
+    /// lease TTL.
+    #[arg(long, env = "RETENTION_IDLE_IN_TRANSACTION_TIMEOUT_MS")]
+    pub idle_in_transaction_timeout_ms: Option<u64>,
+    /// TCP keepalive idle time on both ends of every connection. Default: a
+    /// sixth of the lease TTL, at least 1 s.
+    #[arg(long, env = "RETENTION_KEEPALIVE_IDLE_MS")]
+    pub keepalive_idle_ms: Option<u64>,
     /// Connections in the pool (a term uses two at most: renew and delete).
     #[arg(long, env = "RETENTION_POOL_SIZE", default_value_t = 4)]
     pub pool_size: usize,
@@ -93,15 +97,22 @@ impl RunnerConfig {
     }
 
     /// The adapters' options these flags describe.
+    /// The adapters' options these flags describe: the bounds not given are
+    /// [`PgOptions::for_lease_ttl`]'s for the lease TTL.
     pub fn pg_options(&self) -> PgOptions {
+        let derived = PgOptions::for_lease_ttl(self.lease_ttl_ms);
         PgOptions {
             lease_name: self.lease_name.clone(),
-            lease_ttl_ms: self.lease_ttl_ms,
-            call_timeout_ms: self.call_timeout_ms,
-            statement_timeout_ms: self.statement_timeout_ms,
-            lock_timeout_ms: self.lock_timeout_ms,
-            idle_in_transaction_timeout_ms: self.idle_in_transaction_timeout_ms,
-            keepalive_idle_ms: self.keepalive_idle_ms,
+            call_timeout_ms: self.call_timeout_ms.unwrap_or(derived.call_timeout_ms),
+            statement_timeout_ms: self
+                .statement_timeout_ms
+                .unwrap_or(derived.statement_timeout_ms),
+            lock_timeout_ms: self.lock_timeout_ms.unwrap_or(derived.lock_timeout_ms),
+            idle_in_transaction_timeout_ms: self
+                .idle_in_transaction_timeout_ms
+                .unwrap_or(derived.idle_in_transaction_timeout_ms),
+            keepalive_idle_ms: self.keepalive_idle_ms.unwrap_or(derived.keepalive_idle_ms),
+            ..derived
         }
     }
 
@@ -138,5 +149,30 @@ mod tests {
             .expect("only the URL is required");
         assert_eq!(config.worker_config(), WorkerConfig::default());
         assert_eq!(config.pg_options(), PgOptions::default());
+    }
+
+    #[test]
+    fn the_bounds_not_given_are_derived_from_the_lease_ttl() {
+        let flags = [
+            "retention-worker",
+            "--database-url",
+            "x",
+            "--lease-ttl-ms",
+            "12000",
+        ];
+        let config =
+            RunnerConfig::try_parse_from(flags.into_iter().chain(["--lock-timeout-ms", "700"]))
+                .expect("valid flags");
+        let pg = config.pg_options();
+        let bounds = (
+            pg.call_timeout_ms,
+            pg.statement_timeout_ms,
+            pg.lock_timeout_ms,
+            pg.idle_in_transaction_timeout_ms,
+            pg.keepalive_idle_ms,
+        );
+        assert_eq!(bounds, (2_000, 2_000, 700, 2_000, 2_000));
+        assert_eq!(pg.longest_lock_hold_ms(), 6_000, "half the TTL");
+        assert!(pg.validate().is_ok());
     }
 }
