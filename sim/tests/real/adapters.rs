@@ -226,6 +226,45 @@ fn a_connection_whose_call_timed_out_is_closed_not_reused() {
 }
 
 #[test]
+fn a_statement_whose_call_timed_out_is_cancelled_not_applied_later() {
+    let server = TempServer::start();
+    runtime().block_on(async {
+        let pool = server.database("cancelled", 2).await;
+        let leases = PgLeaseService::new(pool.clone(), options());
+        let lease = leases.acquire("a").await.unwrap().expect("granted");
+        // Another transaction holds the lease row FOR SHARE, as a fence
+        // does: the renewal's UPDATE waits, past its 300 ms call timeout
+        // but well inside its 5 s lock timeout.
+        let other = retention_worker::pg::connect_pool(&server.url("cancelled"), 1, &options());
+        let mut fence = other.unwrap().get().await.unwrap();
+        let hold = fence.transaction().await.unwrap();
+        hold.batch_execute("SELECT 1 FROM retention_lease FOR SHARE")
+            .await
+            .unwrap();
+        let impatient = PgLeaseService::new(
+            pool.clone(),
+            PgOptions {
+                call_timeout_ms: 300,
+                ..options()
+            },
+        );
+        let error = impatient.renew(&lease).await.unwrap_err();
+        assert_eq!(error.kind, CallErrorKind::Ambiguous, "{error}");
+        // Give the cancel request time to land, then free the row: a
+        // renewal still queued would now apply and rotate the token.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        hold.rollback().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let (holder, token, _) = leases.inspect().await.unwrap().expect("a row");
+        assert_eq!(
+            (holder.as_deref(), token),
+            (Some("a"), lease.fencing_token),
+            "the abandoned renewal applied after its caller gave up"
+        );
+    });
+}
+
+#[test]
 fn every_pooled_connection_carries_the_server_side_bounds() {
     let server = TempServer::start();
     runtime().block_on(async {
