@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use retention_worker::pg::{PgLeaseService, PgOptions};
-use test_support::{TempServer, rows_left};
+use test_support::{TempServer, insert_old_rows, rows_left};
 
 #[test]
 fn sigterm_stops_after_the_term_settles_and_the_lease_is_released() {
@@ -18,17 +18,7 @@ fn sigterm_stops_after_the_term_settles_and_the_lease_is_released() {
         .build()
         .unwrap();
     let pool = runtime.block_on(server.database("runner_signal", 1));
-    runtime.block_on(async {
-        pool.get()
-            .await
-            .unwrap()
-            .batch_execute(
-                "INSERT INTO retention_records (created_at_ms)
-                 SELECT g FROM generate_series(1, 200000) g",
-            )
-            .await
-            .unwrap();
-    });
+    runtime.block_on(insert_old_rows(&pool, 200_000));
     let child = Command::new(env!("CARGO_BIN_EXE_retention-worker"))
         .env("DATABASE_URL", server.url("runner_signal"))
         .env("RUST_LOG", "info")

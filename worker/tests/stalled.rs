@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use retention_worker::LeaseService;
 use retention_worker::pg::{PgLeaseService, PgOptions, Pool, connect_pool};
-use test_support::{Proxy, TempServer};
+use test_support::{Proxy, TempServer, insert_old_rows};
 
 /// The bounds both tests run with: 800 + 800 + 800 = 2,400 ms of lock hold
 /// at most, under a 3 s lease.
@@ -107,17 +107,7 @@ fn fail_over(
     let rt = runtime();
     let pool = rt.block_on(server.database(name, 4));
     let direct = connect_pool(&server.url(name), 4, &options()).unwrap();
-    rt.block_on(async {
-        pool.get()
-            .await
-            .unwrap()
-            .batch_execute(
-                "INSERT INTO retention_records (created_at_ms)
-                 SELECT g FROM generate_series(1, 5000) g",
-            )
-            .await
-            .unwrap();
-    });
+    rt.block_on(insert_old_rows(&pool, 5_000));
     let mut blocker = rt.block_on(pool.get()).unwrap();
     let hold = rt.block_on(blocker.transaction()).unwrap();
     rt.block_on(hold.batch_execute("LOCK TABLE retention_records IN EXCLUSIVE MODE"))

@@ -79,12 +79,7 @@ impl Kernel {
         let (jobs, mut queue) = mpsc::unbounded_channel::<Job>();
         let socket = self.socket.clone();
         self.node.spawn(async move {
-            let endpoint = socket
-                .get_or_init(|| async {
-                    Arc::new(Endpoint::bind("0.0.0.0:0").await.expect("bind a socket"))
-                })
-                .await
-                .clone();
+            let endpoint = bound(&socket).await;
             while let Some(job) = queue.recv().await {
                 job(endpoint.clone()).await;
             }
@@ -106,13 +101,10 @@ impl Kernel {
     pub fn cancel(&self, caller: Caller) {
         let socket = self.socket.clone();
         self.node.spawn(async move {
-            let endpoint = socket
-                .get_or_init(|| async {
-                    Arc::new(Endpoint::bind("0.0.0.0:0").await.expect("bind a socket"))
-                })
+            let _ = bound(&socket)
                 .await
-                .clone();
-            let _ = endpoint.call(DB_ADDR, CancelReq { caller }).await;
+                .call(DB_ADDR, CancelReq { caller })
+                .await;
         });
     }
 
@@ -178,6 +170,16 @@ impl Session {
             Box::pin(async move { db.connection_closed(call) })
         }));
     }
+}
+
+/// The kernel's socket, bound on first use (on the kernel's node).
+async fn bound(socket: &OnceCell<Arc<Endpoint>>) -> Arc<Endpoint> {
+    socket
+        .get_or_init(|| async {
+            Arc::new(Endpoint::bind("0.0.0.0:0").await.expect("bind a socket"))
+        })
+        .await
+        .clone()
 }
 
 async fn sleep_ms(ms: u64) {

@@ -179,6 +179,21 @@ impl TempServer {
     }
 }
 
+/// Writes `count` rows created at 1..=count ms since the epoch: all far
+/// older than any retention.
+pub async fn insert_old_rows(pool: &Pool, count: i64) {
+    pool.get()
+        .await
+        .expect("a connection")
+        .execute(
+            "INSERT INTO retention_records (created_at_ms)
+             SELECT g FROM generate_series(1, $1::bigint) g",
+            &[&count],
+        )
+        .await
+        .expect("insert rows");
+}
+
 /// Rows left in `retention_records`.
 pub async fn rows_left(pool: &Pool) -> i64 {
     let client = pool.get().await.expect("a connection");
