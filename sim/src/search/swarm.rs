@@ -1,26 +1,34 @@
-//! Swarm testing: the seed decides which faults are on and how hard, so that
+//! Swarm testing: the seed decides which settings move off their defaults,
+//! which faults are on and how hard, and which events happen, so that
 //! different seeds stress different mixes (as TigerBeetle's VOPR does).
+//! Each dimension draws from its own stream ([`stream`]).
 
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::model::{FaultConfig, FaultEvent, FaultKnob, OpKind, RunSpec};
+use super::space::{self, fit, maybe, stream};
+use crate::model::{CallOutcome, FaultConfig, FaultEvent, FaultKnob, OpKind, RunSpec, WorkerSpec};
 
-/// Keeps swarm draws independent of the world's own draws from the seed.
-const SWARM_SALT: u64 = 0x5A5A_C0FF_EE00_0001;
-
-/// A spec for `seed` whose faults are drawn from `seed`: each knob is on
-/// with even odds, at a random strength, plus a few timed events.
-/// `replicas` fixes the replica count instead of drawing it.
+/// A spec for `seed` drawn from `seed`: the worker's whole configuration,
+/// the database's speed, the call timeout and the server-side bounds, each
+/// off its default with even odds; each fault knob on with even odds at a
+/// random strength; sometimes explicit clock skews; and a few events of
+/// every kind. `replicas` fixes the replica count instead of drawing it.
 pub fn swarm(seed: u64, replicas: Option<u32>) -> RunSpec {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ SWARM_SALT);
     let mut spec = RunSpec {
         seed,
         ..RunSpec::default()
     };
-    spec.replicas = replicas.unwrap_or_else(|| rng.gen_range(1..=5));
-    spec.faults = draw_faults(&mut rng, spec.worker.renew_interval_ms);
-    spec.events = draw_events(&mut rng, spec.replicas, spec.duration_ms);
+    spec.replicas = replicas.unwrap_or_else(|| stream(seed, "replicas").gen_range(1..=5));
+    spec.worker = draw_worker(seed);
+    draw_database(seed, &mut spec);
+    let renew_interval_ms = spec.worker.renew_interval_ms;
+    spec.faults = draw_faults(seed, renew_interval_ms);
+    spec.skews_ms = draw_skews(seed, spec.replicas, renew_interval_ms);
+    spec.events = draw_events(seed, spec.replicas, spec.duration_ms);
+    if let Err(error) = spec.validate() {
+        panic!("swarm drew an invalid spec for seed {seed}: {error}");
+    }
     spec
 }
 
@@ -38,14 +46,107 @@ pub(crate) fn strongest(knob: FaultKnob, renew_interval_ms: u64) -> u64 {
     }
 }
 
-fn draw_faults(rng: &mut ChaCha8Rng, renew_interval_ms: u64) -> FaultConfig {
+fn draw_worker(seed: u64) -> WorkerSpec {
+    let d = WorkerSpec::default();
+    let mut worker = WorkerSpec {
+        batch_size: maybe(seed, "worker.batch_size", d.batch_size, space::BATCH_SIZE),
+        term_row_cap: maybe(
+            seed,
+            "worker.term_row_cap",
+            d.term_row_cap,
+            space::TERM_ROW_CAP,
+        ),
+        retention_ms: maybe(
+            seed,
+            "worker.retention_ms",
+            d.retention_ms,
+            space::RETENTION_MS,
+        ),
+        lease_ttl_ms: maybe(
+            seed,
+            "worker.lease_ttl_ms",
+            d.lease_ttl_ms,
+            space::LEASE_TTL_MS,
+        ),
+        renew_interval_ms: maybe(
+            seed,
+            "worker.renew_interval_ms",
+            d.renew_interval_ms,
+            space::RENEW_INTERVAL_MS,
+        ),
+        expiry_margin_ms: maybe(
+            seed,
+            "worker.expiry_margin_ms",
+            d.expiry_margin_ms,
+            space::EXPIRY_MARGIN_MS,
+        ),
+        term_interval_ms: maybe(
+            seed,
+            "worker.term_interval_ms",
+            d.term_interval_ms,
+            space::TERM_INTERVAL_MS,
+        ),
+        loss_backoff_ms: maybe(
+            seed,
+            "worker.loss_backoff_ms",
+            d.loss_backoff_ms,
+            space::LOSS_BACKOFF_MS,
+        ),
+        term_jitter_ms_max: maybe(
+            seed,
+            "worker.term_jitter_ms_max",
+            d.term_jitter_ms_max,
+            space::TERM_JITTER_MS_MAX,
+        ),
+    };
+    fit(&mut worker);
+    worker
+}
+
+/// The call timeout, the database's speed and its server-side bounds.
+fn draw_database(seed: u64, spec: &mut RunSpec) {
+    let d = RunSpec::default();
+    spec.rpc_timeout_ms = maybe(
+        seed,
+        "db.rpc_timeout_ms",
+        d.rpc_timeout_ms,
+        space::RPC_TIMEOUT_MS,
+    );
+    spec.db_batch_ms_min = maybe(
+        seed,
+        "db.batch_ms_min",
+        d.db_batch_ms_min,
+        space::DB_BATCH_MS_MIN,
+    );
+    let spread_ms = d.db_batch_ms_max - d.db_batch_ms_min;
+    spec.db_batch_ms_max = spec.db_batch_ms_min
+        + maybe(
+            seed,
+            "db.batch_ms_spread",
+            spread_ms,
+            space::DB_BATCH_MS_SPREAD,
+        );
+    let bound = |dimension: &str, default: u64| {
+        let mut rng = stream(seed, dimension);
+        match rng.gen_range(0..4) {
+            0 | 1 => default,
+            2 => 0,
+            _ => rng.gen_range(space::BOUND_MS),
+        }
+    };
+    spec.statement_timeout_ms = bound("db.statement_timeout_ms", d.statement_timeout_ms);
+    spec.lock_timeout_ms = bound("db.lock_timeout_ms", d.lock_timeout_ms);
+    spec.idle_in_transaction_timeout_ms = bound(
+        "db.idle_in_transaction_timeout_ms",
+        d.idle_in_transaction_timeout_ms,
+    );
+}
+
+fn draw_faults(seed: u64, renew_interval_ms: u64) -> FaultConfig {
     let mut faults = FaultConfig::default();
     for &knob in FaultKnob::ALL {
-        let value = if rng.gen_bool(0.5) {
-            rng.gen_range(1..=strongest(knob, renew_interval_ms))
-        } else {
-            0
-        };
+        let strongest = strongest(knob, renew_interval_ms);
+        let value = maybe(seed, &format!("faults.{knob}"), 0, 1..=strongest);
         faults
             .set(knob, value)
             .expect("drawn within the knob's limit");
@@ -53,51 +154,107 @@ fn draw_faults(rng: &mut ChaCha8Rng, renew_interval_ms: u64) -> FaultConfig {
     faults
 }
 
-/// Builds a timed event for a replica and an instant, drawing the rest.
-type TimedEvent = fn(&mut ChaCha8Rng, u32, u64) -> FaultEvent;
+/// One run in four gives each replica an explicit skew, ahead or behind by
+/// up to two renewal intervals (`faults.clock_skew_ms_max` then unused).
+fn draw_skews(seed: u64, replicas: u32, renew_interval_ms: u64) -> Vec<i64> {
+    let mut rng = stream(seed, "skews_ms");
+    if !rng.gen_bool(0.25) {
+        return Vec::new();
+    }
+    let most = i64::try_from(2 * renew_interval_ms).unwrap_or(i64::MAX);
+    (0..replicas).map(|_| rng.gen_range(-most..=most)).collect()
+}
 
-fn draw_events(rng: &mut ChaCha8Rng, replicas: u32, duration_ms: u64) -> Vec<FaultEvent> {
+/// Up to two events of each kind (one of `hold_rows`), each kind on its own
+/// stream.
+fn draw_events(seed: u64, replicas: u32, duration_ms: u64) -> Vec<FaultEvent> {
     let mut events = Vec::new();
-    let some = |rng: &mut ChaCha8Rng| {
+    let count = |rng: &mut ChaCha8Rng, most: u32| {
         if rng.gen_bool(0.5) {
-            rng.gen_range(1..=2)
+            rng.gen_range(1..=most)
         } else {
             0
         }
     };
-    let timed: [TimedEvent; 3] = [
-        |rng, replica, at_ms| FaultEvent::Pause {
-            replica,
-            at_ms,
-            for_ms: rng.gen_range(500..=8_000),
-        },
-        |rng, replica, at_ms| FaultEvent::Crash {
-            replica,
-            at_ms,
-            restart_after_ms: rng.gen_range(100..=5_000),
-        },
-        |rng, replica, at_ms| FaultEvent::Stop {
-            replica,
-            at_ms,
-            callers: rng.gen_range(1..=3),
-        },
+    let kinds: [(&str, u32, EventDraw); 6] = [
+        ("events.pause", 2, |rng, replicas, duration_ms| {
+            FaultEvent::Pause {
+                replica: rng.gen_range(1..=replicas),
+                at_ms: rng.gen_range(0..duration_ms),
+                for_ms: rng.gen_range(500..=8_000),
+            }
+        }),
+        ("events.crash", 2, |rng, replicas, duration_ms| {
+            FaultEvent::Crash {
+                replica: rng.gen_range(1..=replicas),
+                at_ms: rng.gen_range(0..duration_ms),
+                restart_after_ms: rng.gen_range(100..=5_000),
+            }
+        }),
+        ("events.stop", 2, |rng, replicas, duration_ms| {
+            FaultEvent::Stop {
+                replica: rng.gen_range(1..=replicas),
+                at_ms: rng.gen_range(0..duration_ms),
+                callers: rng.gen_range(1..=3),
+            }
+        }),
+        ("events.stop_during", 2, |rng, replicas, _| {
+            FaultEvent::StopDuring {
+                replica: rng.gen_range(1..=replicas),
+                op: OpKind::ALL[rng.gen_range(0..OpKind::ALL.len())],
+                nth: rng.gen_range(1..=4),
+                callers: rng.gen_range(1..=3),
+            }
+        }),
+        ("events.call_fault", 2, draw_call_fault),
+        ("events.hold_rows", 1, |rng, _, duration_ms| {
+            FaultEvent::HoldRows {
+                at_ms: rng.gen_range(0..duration_ms),
+                for_ms: rng.gen_range(100..=5_000),
+                rows: rng.gen_range(1..=400),
+            }
+        }),
     ];
-    for event in timed {
-        for _ in 0..some(rng) {
-            let (replica, at_ms) = (rng.gen_range(1..=replicas), rng.gen_range(0..duration_ms));
-            events.push(event(rng, replica, at_ms));
+    for (dimension, most, draw) in kinds {
+        let mut rng = stream(seed, dimension);
+        for _ in 0..count(&mut rng, most) {
+            events.push(draw(&mut rng, replicas, duration_ms));
         }
     }
-    for _ in 0..some(rng) {
-        let ops = [OpKind::Acquire, OpKind::Renew, OpKind::Delete];
-        let op = ops[rng.gen_range(0..ops.len())];
-        let replica = rng.gen_range(1..=replicas);
-        events.push(FaultEvent::StopDuring {
-            replica,
-            op,
-            nth: rng.gen_range(1..=4),
-            callers: rng.gen_range(1..=3),
-        });
-    }
     events
+}
+
+/// Draws one event for `replicas` replicas in a run of `duration_ms`.
+type EventDraw = fn(&mut ChaCha8Rng, u32, u64) -> FaultEvent;
+
+/// A chosen call meets an outcome that applies to its operation (revoke to
+/// a renewal, a corrupt reply to an acquire or a renewal), with delays.
+fn draw_call_fault(rng: &mut ChaCha8Rng, replicas: u32, _: u64) -> FaultEvent {
+    let op = OpKind::ALL[rng.gen_range(0..OpKind::ALL.len())];
+    let mut outcomes = vec![
+        CallOutcome::Normal,
+        CallOutcome::Reject,
+        CallOutcome::LoseReply,
+    ];
+    if op == OpKind::Renew {
+        outcomes.push(CallOutcome::Revoke);
+    }
+    if matches!(op, OpKind::Acquire | OpKind::Renew) {
+        outcomes.push(CallOutcome::Corrupt);
+    }
+    let delay_ms = |rng: &mut ChaCha8Rng| {
+        if rng.gen_bool(0.5) {
+            0
+        } else {
+            rng.gen_range(0..=3_000)
+        }
+    };
+    FaultEvent::CallFault {
+        replica: rng.gen_range(1..=replicas),
+        op,
+        nth: rng.gen_range(1..=4),
+        outcome: outcomes[rng.gen_range(0..outcomes.len())],
+        request_delay_ms: delay_ms(rng),
+        reply_delay_ms: delay_ms(rng),
+    }
 }
