@@ -1,13 +1,17 @@
 //! Looking for failures: the space of runs a search draws from (`space`),
-//! swarm plans drawn from a seed, sweeps over many seeds, the property
-//! suite with shrinking, and the benchmark. Uses every layer below it.
+//! swarm plans drawn from a seed, sweeps over many seeds, shrinking a
+//! failing plan (`shrink`), the property suite, and the benchmark. Uses every layer below it.
 
 mod bench;
 mod explore;
 pub mod properties;
+mod shrink;
 mod space;
 mod swarm;
 
 pub use bench::{BenchConfig, BenchReport, Detection, FlawFigures, bench, standard};
 pub use explore::{ExploreConfig, ExploreSummary, explore, peak_rss_mb, spec_for};
+pub use shrink::{
+    SHRINK_RUNS, Shrunk, plan_size, shrink, shrink_while, shrink_with, violated_clause,
+};
 pub use swarm::swarm;

@@ -9,6 +9,9 @@ use proptest::test_runner::{
     FileFailurePersistence, RngSeed, TestCaseError, TestError, TestRunner,
 };
 
+pub use super::shrink::plan_size;
+use super::shrink::{SHRINK_RUNS, shrink_with};
+use super::space::{self, fit};
 use super::swarm::strongest;
 use crate::checker::{Verdict, check};
 use crate::model::{
@@ -97,10 +100,12 @@ pub fn event() -> impl Strategy<Value = FaultEvent> {
                 }
             }
         ),
-        (replica.clone(), at, 1..=3u32).prop_map(|(replica, at_ms, callers)| FaultEvent::Stop {
-            replica,
-            at_ms,
-            callers
+        (replica.clone(), at.clone(), 1..=3u32).prop_map(|(replica, at_ms, callers)| {
+            FaultEvent::Stop {
+                replica,
+                at_ms,
+                callers,
+            }
         }),
         (replica.clone(), op.clone(), 1..=6u32, 1..=3u32).prop_map(
             |(replica, op, nth, callers)| {
@@ -112,6 +117,13 @@ pub fn event() -> impl Strategy<Value = FaultEvent> {
                 }
             }
         ),
+        (at.clone(), 100..5_000u64, 1..=400u32).prop_map(|(at_ms, for_ms, rows)| {
+            FaultEvent::HoldRows {
+                at_ms,
+                for_ms,
+                rows,
+            }
+        }),
         (replica, op, 1..=6u32, outcome(), 0..3_000u64, 0..3_000u64).prop_map(
             |(replica, op, nth, outcome, request_delay_ms, reply_delay_ms)| {
                 // A revoke only means something for a renewal.
@@ -151,22 +163,115 @@ fn fold(mut event: FaultEvent, replicas: u32, duration_ms: u64) -> FaultEvent {
     event
 }
 
-/// Seed, replicas, duration, faults and timed events; shrinking drops
-/// events, turns knobs off and shortens the run.
+/// `default`, or a value from `range`; shrinks toward `default`.
+fn or_default<T>(default: T, range: std::ops::RangeInclusive<T>) -> BoxedStrategy<T>
+where
+    T: Clone + std::fmt::Debug + 'static,
+    std::ops::RangeInclusive<T>: Strategy<Value = T>,
+{
+    prop_oneof![Just(default), range].boxed()
+}
+
+/// The worker's whole configuration, each setting at its default or drawn
+/// from the search space (`space.rs`), then fitted to stay valid; shrinks
+/// toward the defaults.
+pub fn worker() -> impl Strategy<Value = WorkerSpec> {
+    let d = WorkerSpec::default();
+    let counts = (
+        or_default(d.batch_size, space::BATCH_SIZE),
+        or_default(d.term_row_cap, space::TERM_ROW_CAP),
+    );
+    let times = (
+        or_default(d.retention_ms, space::RETENTION_MS),
+        or_default(d.lease_ttl_ms, space::LEASE_TTL_MS),
+        or_default(d.renew_interval_ms, space::RENEW_INTERVAL_MS),
+        or_default(d.expiry_margin_ms, space::EXPIRY_MARGIN_MS),
+        or_default(d.term_interval_ms, space::TERM_INTERVAL_MS),
+        or_default(d.loss_backoff_ms, space::LOSS_BACKOFF_MS),
+        or_default(d.term_jitter_ms_max, space::TERM_JITTER_MS_MAX),
+    );
+    (counts, times).prop_map(|((batch_size, term_row_cap), times)| {
+        let (
+            retention_ms,
+            lease_ttl_ms,
+            renew_interval_ms,
+            expiry_margin_ms,
+            term_interval_ms,
+            loss_backoff_ms,
+            term_jitter_ms_max,
+        ) = times;
+        let mut worker = WorkerSpec {
+            batch_size,
+            term_row_cap,
+            retention_ms,
+            lease_ttl_ms,
+            renew_interval_ms,
+            expiry_margin_ms,
+            term_interval_ms,
+            loss_backoff_ms,
+            term_jitter_ms_max,
+        };
+        fit(&mut worker);
+        worker
+    })
+}
+
+/// The call timeout, the database's speed and its three server-side
+/// bounds (each at its default, off, or drawn); shrinks toward defaults.
+fn database() -> impl Strategy<Value = (u64, u64, u64, [u64; 3])> {
+    let d = RunSpec::default();
+    let bound = |default: u64| prop_oneof![Just(default), Just(0), space::BOUND_MS].boxed();
+    (
+        or_default(d.rpc_timeout_ms, space::RPC_TIMEOUT_MS),
+        or_default(d.db_batch_ms_min, space::DB_BATCH_MS_MIN),
+        or_default(
+            d.db_batch_ms_max - d.db_batch_ms_min,
+            space::DB_BATCH_MS_SPREAD,
+        ),
+        [
+            bound(d.statement_timeout_ms),
+            bound(d.lock_timeout_ms),
+            bound(d.idle_in_transaction_timeout_ms),
+        ],
+    )
+}
+
+/// Seed, replicas, duration, the worker's configuration, the database's
+/// settings, faults, explicit skews and timed events; shrinking drops
+/// events, turns knobs off, moves settings to their defaults and shortens
+/// the run.
 pub fn spec() -> impl Strategy<Value = RunSpec> {
     let events = prop::collection::vec(event(), 0..4);
-    (any::<u64>(), 1..=5u32, 5_000..=30_000u64, faults(), events).prop_map(
-        |(seed, replicas, duration_ms, faults, events)| RunSpec {
-            seed,
-            replicas,
-            duration_ms,
-            backlog_rows: 2_000,
-            faults,
-            events: events
-                .into_iter()
-                .map(|e| fold(e, replicas, duration_ms))
-                .collect(),
-            ..RunSpec::default()
+    let skews = prop_oneof![
+        Just(Vec::new()),
+        prop::collection::vec(-2_000..=2_000i64, 5)
+    ];
+    let plan = (any::<u64>(), 1..=5u32, 5_000..=30_000u64, faults(), events);
+    (plan, worker(), database(), skews).prop_map(
+        |((seed, replicas, duration_ms, faults, events), worker, database, skews)| {
+            let (rpc_timeout_ms, db_batch_ms_min, spread_ms, [statement, lock, idle]) = database;
+            let mut skews_ms = skews;
+            skews_ms.truncate(replicas as usize);
+            RunSpec {
+                seed,
+                replicas,
+                duration_ms,
+                backlog_rows: 2_000,
+                worker,
+                rpc_timeout_ms,
+                db_batch_ms_min,
+                db_batch_ms_max: db_batch_ms_min + spread_ms,
+                statement_timeout_ms: statement,
+                lock_timeout_ms: lock,
+                idle_in_transaction_timeout_ms: idle,
+                faults,
+                skews_ms,
+                events: events
+                    .into_iter()
+                    .map(|e| fold(e, replicas, duration_ms))
+                    .collect(),
+                ..RunSpec::default()
+            }
         },
     )
 }
@@ -180,17 +285,6 @@ pub struct Counterexample {
     pub verdict: Verdict,
     /// The failure as the one formatter prints it.
     pub report: String,
-}
-
-/// How big a plan is: timed events plus fault knobs that are on.
-pub fn plan_size(spec: &RunSpec) -> usize {
-    let knobs_on = spec
-        .faults
-        .knobs()
-        .into_iter()
-        .filter(|(_, value)| *value > 0)
-        .count();
-    spec.events.len() + knobs_on
 }
 
 /// Runs `cases` generated plans (see [`spec`]) through the workers `factory`
@@ -236,8 +330,13 @@ fn search_by(
     match result {
         Ok(()) => Ok(()),
         Err(TestError::Fail(_, spec)) => {
+            // proptest shrinks each part of the plan on its own; ours then
+            // drops what the violated clause does not need, across parts.
             let spec = prepare(spec);
             let history = simulate(&spec).expect("generated specs are valid");
+            let clause = check(&history).violations[0].clause;
+            let spec = shrink_with(&spec, clause, SHRINK_RUNS, &simulate).spec;
+            let history = simulate(&spec).expect("shrunk specs are valid");
             let verdict = check(&history);
             let report = format_failure(&spec, &history, &verdict);
             Err(Box::new(Counterexample {

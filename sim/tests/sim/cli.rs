@@ -97,6 +97,54 @@ fn explore_json_reports_the_summary_keys() {
     assert!(summary["first_failure"].is_null());
 }
 
+/// A failing sweep prints its first failure shrunk: the smallest plan
+/// still violating the same clause, its size before and after, and a
+/// token that `sim shrink` (deterministic) and `sim replay` agree on.
+#[test]
+fn a_failure_is_printed_at_its_smallest() {
+    let (code, out, _) = sim(&[
+        "explore",
+        "--seeds",
+        "20",
+        "--swarm",
+        "--flaw",
+        "stale-release",
+        "--json",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    let summary: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let shrunk = &summary["shrunk"];
+    assert_eq!(shrunk["clause"], "REL-1", "{summary}");
+    assert!(
+        shrunk["size_after"].as_u64() < shrunk["size_before"].as_u64(),
+        "{summary}"
+    );
+    let token = |command: &serde_json::Value| {
+        let command = command.as_str().expect("a replay command").to_owned();
+        let start = command.find('\'').expect("a quoted token") + 1;
+        command[start..command.len() - 1].to_owned()
+    };
+    let (unshrunk, smallest) = (
+        token(&summary["first_failure_unshrunk"]),
+        token(&summary["first_failure"]),
+    );
+    let (code, first, _) = sim(&["shrink", &unshrunk]);
+    assert_eq!(code, 1, "{first}");
+    let (_, again, _) = sim(&["shrink", &unshrunk]);
+    assert_eq!(first, again, "shrinking is deterministic");
+    assert!(first.contains("shrunk: still violates REL-1"), "{first}");
+    assert!(
+        first.contains(&smallest),
+        "sim shrink reaches the sweep's plan:\n{first}"
+    );
+    let (code, replayed, _) = sim(&["replay", &smallest]);
+    assert_eq!(code, 1, "{replayed}");
+    assert!(replayed.contains("REL-1"), "{replayed}");
+    let (code, _, err) = sim(&["shrink", r#"{"seed":1}"#]);
+    assert_eq!(code, 2);
+    assert!(err.contains("violates no clause"), "{err}");
+}
+
 #[test]
 fn memory_stays_flat_over_a_long_sweep() {
     // Every run kills its nodes and breaks its reference cycles before its

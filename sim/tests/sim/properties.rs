@@ -4,7 +4,8 @@
 use proptest::prelude::*;
 use retention_sim::report::{parse_token, replay_token};
 use retention_sim::search::properties::{config, plan_size, spec};
-use retention_sim::{Sim, check, format_failure};
+use retention_sim::search::{SHRINK_RUNS, shrink_while};
+use retention_sim::{RunSpec, Sim, check, format_failure};
 
 proptest! {
     #![proptest_config(config(1_000))]
@@ -38,29 +39,35 @@ fn shrinking_reaches_a_small_plan() {
         failure_persistence: None,
         ..config(500)
     });
-    let result = runner.run(&spec(), |spec| {
-        let history = Sim::new(&spec).run().expect("generated specs are valid");
-        let lost = history.events.iter().any(|e| match &e.kind {
+    let loses_a_term = |spec: &RunSpec| {
+        let history = Sim::new(spec).run().expect("generated specs are valid");
+        history.events.iter().any(|e| match &e.kind {
             retention_sim::model::EventKind::TermEnded { end, .. } => end.lost_leadership(),
             _ => false,
-        });
-        if lost {
+        })
+    };
+    let result = runner.run(&spec(), |spec| {
+        if loses_a_term(&spec) {
             Err(TestCaseError::fail("a term lost leadership"))
         } else {
             Ok(())
         }
     });
-    let Err(TestError::Fail(_, minimal)) = result else {
+    let Err(TestError::Fail(_, shrunk_by_proptest)) = result else {
         panic!("500 generated plans never cost a term its lease: the generator lost its teeth");
     };
-    let knobs_on = plan_size(&minimal) - minimal.events.len();
+    // proptest shrinks each part on its own; the harness's shrinker then
+    // works across parts, as every printed failure is shrunk.
+    let (minimal, _) = shrink_while(&shrunk_by_proptest, SHRINK_RUNS, loses_a_term);
     println!(
-        "shrunk to {} event(s), {knobs_on} knob(s): {}",
+        "shrunk from size {} to {} ({} event(s)): {}",
+        plan_size(&shrunk_by_proptest),
+        plan_size(&minimal),
         minimal.events.len(),
         replay_token(&minimal)
     );
     assert!(
-        minimal.events.len() <= 2 && knobs_on <= 3,
+        minimal.events.len() <= 2 && plan_size(&minimal) <= 4,
         "not small: {}",
         replay_token(&minimal)
     );

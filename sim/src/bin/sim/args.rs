@@ -31,6 +31,16 @@ pub enum Command {
         #[arg(long, value_name = "scenarios/NAME.toml")]
         save: Option<std::path::PathBuf>,
     },
+    /// Shrinks a failing replay token: drops events, turns faults off,
+    /// moves settings to their defaults, removes replicas and shortens the
+    /// run while the same clause is still violated; prints the smallest.
+    Shrink {
+        /// The token (the JSON after `replay` in a failure message).
+        token: String,
+        /// Runs the shrink may spend.
+        #[arg(long, default_value_t = retention_sim::search::SHRINK_RUNS)]
+        budget: usize,
+    },
     /// Measures the harness: speed, overhead, seeds to find each flaw, memory.
     Bench(BenchArgs),
     /// Checks a recorded history (JSON lines, as `run --jsonl` or the

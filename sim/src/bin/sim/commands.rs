@@ -5,7 +5,10 @@ use std::io::IsTerminal;
 
 use retention_sim::model::{Flaw, History, RunSpec};
 use retention_sim::report::{Expect, Scenario, excerpt, replay_command, scenario_report};
-use retention_sim::search::{BenchConfig, ExploreConfig, bench, explore, peak_rss_mb};
+use retention_sim::search::{
+    BenchConfig, ExploreConfig, SHRINK_RUNS, Shrunk, bench, explore, peak_rss_mb, shrink,
+    violated_clause,
+};
 use retention_sim::{Sim, check, format_failure};
 
 use crate::args::{BenchArgs, ExploreArgs};
@@ -23,8 +26,36 @@ pub fn run_one(spec: &RunSpec, jsonl: Option<&std::path::Path>) -> Result<bool, 
         println!("0 violations\nreplay: {}", replay_command(spec));
     } else {
         println!("{}", format_failure(spec, &history, &verdict));
+        let clause = verdict.violations[0].clause;
+        print_shrunk(&shrink(spec, clause, SHRINK_RUNS))?;
     }
     Ok(verdict.passed())
+}
+
+/// `sim shrink`: the smallest plan that still violates what `spec` does.
+pub fn shrink_token(spec: &RunSpec, budget: usize) -> Result<bool, String> {
+    let Some(clause) = violated_clause(spec) else {
+        return Err("the token's run violates no clause: nothing to shrink".into());
+    };
+    print_shrunk(&shrink(spec, clause, budget))?;
+    Ok(false)
+}
+
+/// Prints a shrunk failure through the one formatter, with how far it
+/// shrank.
+fn print_shrunk(shrunk: &Shrunk) -> Result<(), String> {
+    let history = Sim::new(&shrunk.spec)
+        .run()
+        .map_err(|error| error.to_string())?;
+    println!(
+        "\nshrunk: still violates {} at plan size {} (from {}; {} runs):\n{}",
+        shrunk.clause,
+        shrunk.size_after,
+        shrunk.size_before,
+        shrunk.runs,
+        format_failure(&shrunk.spec, &history, &check(&history))
+    );
+    Ok(())
 }
 
 pub fn check_file(path: &std::path::Path, timeline: bool) -> Result<bool, String> {
@@ -80,6 +111,10 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
     if terminal {
         eprintln!();
     }
+    // The first failure is printed at its smallest.
+    let shrunk = summary.first_failure.as_ref().and_then(|(spec, _)| {
+        violated_clause(spec).map(|clause| shrink(spec, clause, SHRINK_RUNS))
+    });
     if args.json {
         let json = serde_json::json!({
             "runs": summary.runs,
@@ -88,7 +123,14 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
             "violations_by_clause": summary.violations_by_clause,
             "runs_per_sec": summary.runs_per_sec(),
             "sim_to_wall_ratio": summary.sim_to_wall_ratio(),
-            "first_failure": summary.first_failure.as_ref().map(|(_, command)| command),
+            "first_failure": shrunk.as_ref().map(|shrunk| replay_command(&shrunk.spec)),
+            "first_failure_unshrunk": summary.first_failure.as_ref().map(|(_, command)| command),
+            "shrunk": shrunk.as_ref().map(|shrunk| serde_json::json!({
+                "clause": shrunk.clause,
+                "size_before": shrunk.size_before,
+                "size_after": shrunk.size_after,
+                "runs": shrunk.runs,
+            })),
             "peak_rss_mb": peak_rss_mb(),
         });
         println!("{json}");
@@ -104,12 +146,11 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
         for (clause, count) in &summary.violations_by_clause {
             println!("  {clause}: {count}");
         }
-        if let Some((spec, _)) = &summary.first_failure {
-            let history = Sim::new(spec).run().map_err(|error| error.to_string())?;
-            println!(
-                "\nfirst failure:\n{}",
-                format_failure(spec, &history, &check(&history))
-            );
+        if let Some((_, command)) = &summary.first_failure {
+            println!("\nfirst failure, as drawn: {command}");
+        }
+        if let Some(shrunk) = &shrunk {
+            print_shrunk(shrunk)?;
         }
         if let Some(mb) = peak_rss_mb() {
             println!("peak memory {mb:.1} MiB");

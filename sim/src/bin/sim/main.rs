@@ -13,7 +13,9 @@ use clap::Parser;
 use retention_sim::report::parse_token;
 
 use args::{Cli, Command, build_spec};
-use commands::{check_file, run_bench, run_explore, run_one, run_scenarios, save_scenario};
+use commands::{
+    check_file, run_bench, run_explore, run_one, run_scenarios, save_scenario, shrink_token,
+};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -33,6 +35,9 @@ fn main() -> ExitCode {
             }
             run_one(&spec, None)
         }),
+        Command::Shrink { token, budget } => {
+            parse_token(&token).and_then(|spec| shrink_token(&spec, budget))
+        }
         Command::Scenario { files, flaw } => run_scenarios(&files, flaw),
         Command::Explore(args) => run_explore(&args),
         Command::Bench(args) => run_bench(&args),
