@@ -1,11 +1,15 @@
 //! The checker: judges a [`History`] against every clause of the contract,
-//! plus data safety and liveness. Uses only `model`, so histories recorded
-//! from real runs are checked the same way.
+//! plus data safety and liveness (`replica.rs`, `service.rs`), and counts
+//! the situations it reached (`coverage.rs`). Uses only `model`, so
+//! histories recorded from real runs are checked the same way.
 
+mod coverage;
 mod replica;
 mod service;
 
 use std::fmt;
+
+pub use coverage::{PROBES, coverage};
 
 use crate::model::History;
 

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use super::swarm::swarm;
-use crate::checker::{Verdict, check};
+use crate::checker::{Verdict, check, coverage};
 use crate::model::{Flaw, RunSpec};
 use crate::report::replay_command;
 use crate::subject::Sim;
@@ -50,6 +50,9 @@ pub struct ExploreSummary {
     pub wall_secs: f64,
     /// Simulated seconds over all runs.
     pub simulated_secs: f64,
+    /// How often each coverage probe was reached, over all runs (every
+    /// probe of [`crate::checker::PROBES`] is a key).
+    pub coverage: BTreeMap<&'static str, u64>,
 }
 
 impl ExploreSummary {
@@ -111,7 +114,8 @@ pub fn explore(config: &ExploreConfig, progress: impl Fn(u64) + Sync) -> Explore
                     let history = Sim::new(&spec).run().expect("explore builds valid specs");
                     let verdict = check(&history);
                     let end_ms = history.events.last().map_or(0, |e| e.at_ms);
-                    record(&summary, &spec, &verdict, end_ms);
+                    let reached = coverage(&history);
+                    record(&summary, &spec, &verdict, end_ms, reached);
                     progress(done.fetch_add(1, Ordering::Relaxed) + 1);
                 }
             });
@@ -122,9 +126,18 @@ pub fn explore(config: &ExploreConfig, progress: impl Fn(u64) + Sync) -> Explore
     summary
 }
 
-fn record(summary: &Mutex<ExploreSummary>, spec: &RunSpec, verdict: &Verdict, end_ms: i64) {
+fn record(
+    summary: &Mutex<ExploreSummary>,
+    spec: &RunSpec,
+    verdict: &Verdict,
+    end_ms: i64,
+    reached: BTreeMap<&'static str, u64>,
+) {
     let mut summary = summary.lock().expect("no panic while summing");
     summary.runs += 1;
+    for (probe, count) in reached {
+        *summary.coverage.entry(probe).or_default() += count;
+    }
     summary.simulated_secs += end_ms as f64 / 1_000.0;
     if verdict.passed() {
         return;

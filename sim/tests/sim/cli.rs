@@ -89,6 +89,7 @@ fn explore_json_reports_the_summary_keys() {
         "runs_per_sec",
         "sim_to_wall_ratio",
         "first_failure",
+        "coverage",
     ] {
         assert!(summary.get(key).is_some(), "missing {key} in {summary}");
     }

@@ -3,6 +3,7 @@
 
 use std::io::IsTerminal;
 
+use retention_sim::checker::PROBES;
 use retention_sim::model::{Flaw, History, RunSpec};
 use retention_sim::report::{Expect, Scenario, excerpt, replay_command, scenario_report};
 use retention_sim::search::{
@@ -30,6 +31,22 @@ pub fn run_one(spec: &RunSpec, jsonl: Option<&std::path::Path>) -> Result<bool, 
         print_shrunk(&shrink(spec, clause, SHRINK_RUNS))?;
     }
     Ok(verdict.passed())
+}
+
+/// The coverage table: each probe, how often the sweep reached it, and
+/// what it counts; probes never reached are marked.
+fn print_coverage(coverage: &std::collections::BTreeMap<&'static str, u64>) {
+    let missed = coverage.values().filter(|&&count| count == 0).count();
+    println!(
+        "coverage ({} of {} probes reached):",
+        coverage.len() - missed,
+        coverage.len()
+    );
+    for (probe, what) in PROBES {
+        let count = coverage.get(probe).copied().unwrap_or(0);
+        let mark = if count == 0 { "  NEVER" } else { "" };
+        println!("  {probe:<38} {count:>8}  {what}{mark}");
+    }
 }
 
 /// `sim shrink`: the smallest plan that still violates what `spec` does.
@@ -132,6 +149,7 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
                 "runs": shrunk.runs,
             })),
             "peak_rss_mb": peak_rss_mb(),
+            "coverage": summary.coverage,
         });
         println!("{json}");
     } else {
@@ -146,6 +164,7 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
         for (clause, count) in &summary.violations_by_clause {
             println!("  {clause}: {count}");
         }
+        print_coverage(&summary.coverage);
         if let Some((_, command)) = &summary.first_failure {
             println!("\nfirst failure, as drawn: {command}");
         }
