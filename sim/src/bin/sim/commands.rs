@@ -197,6 +197,15 @@ pub fn run_scenarios(files: &[std::path::PathBuf], flaw: Option<Flaw>) -> Result
             Err(problems) => {
                 all_met = false;
                 println!("{}: NOT as expected:\n{problems}", file.display());
+                // A violation the scenario did not expect is a failure:
+                // printed at its smallest too.
+                let unexpected = verdict
+                    .violations
+                    .iter()
+                    .find(|v| !scenario.expect.violates.iter().any(|c| c == v.clause));
+                if let Some(violation) = unexpected {
+                    print_shrunk(&shrink(&scenario.run, violation.clause, SHRINK_RUNS))?;
+                }
             }
         }
     }
