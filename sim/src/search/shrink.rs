@@ -4,7 +4,7 @@
 //! function of its spec) and bounded by a number of runs.
 
 use crate::checker::check;
-use crate::model::{FaultEvent, FaultKnob, History, RunSpec, SpecError, WorkerSpec};
+use crate::model::{FaultKnob, History, RunSpec, SpecError, WorkerSpec};
 use crate::subject::Sim;
 
 use super::space::fit;
@@ -285,16 +285,6 @@ fn shortened(spec: &RunSpec, duration_ms: u64) -> RunSpec {
     let mut c = spec.clone();
     c.duration_ms = duration_ms;
     c.events
-        .retain(|event| event_at_ms(event).is_none_or(|at| at < duration_ms));
+        .retain(|event| event.at_ms().is_none_or(|at| at < duration_ms));
     c
-}
-
-fn event_at_ms(event: &FaultEvent) -> Option<u64> {
-    match event {
-        FaultEvent::Pause { at_ms, .. }
-        | FaultEvent::Crash { at_ms, .. }
-        | FaultEvent::Stop { at_ms, .. }
-        | FaultEvent::HoldRows { at_ms, .. } => Some(*at_ms),
-        FaultEvent::CallFault { .. } | FaultEvent::StopDuring { .. } => None,
-    }
 }

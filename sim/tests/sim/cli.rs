@@ -188,9 +188,82 @@ fn replay_save_turns_a_failure_into_a_scenario_that_reproduces_it() {
         "the saved scenario expects exactly what happens: {out}"
     );
     assert!(out.contains("as expected"));
-    let (code, _, err) = sim(&["replay", "{\"seed\":1}", "--save", path.to_str().unwrap()]);
+    // The file exists now: replacing it takes --force, and a refused
+    // save leaves it as it was.
+    let saved = std::fs::read_to_string(&path).unwrap();
+    let (code, _, err) = sim(&["replay", token, "--save", path.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("exists; pass --force to replace it"), "{err}");
+    let (code, _, err) = sim(&[
+        "replay",
+        "{\"seed\":1}",
+        "--save",
+        path.to_str().unwrap(),
+        "--force",
+    ]);
     assert_eq!(code, 2);
     assert!(err.contains("keeps every clause"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        saved,
+        "a refused save kept the file"
+    );
+    let (code, _, err) = sim(&["replay", token, "--save", path.to_str().unwrap(), "--force"]);
+    assert_eq!(code, 1, "{err}");
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers.len(), 1, "no temporary file left: {leftovers:?}");
+
+    // A swarm token interleaves event kinds; saved, its timed events are
+    // put in time order, and the scenario reproduces the run it saved.
+    let (_, out, _) = sim(&[
+        "explore",
+        "--seeds",
+        "5",
+        "--swarm",
+        "--flaw",
+        "stale-release",
+        "--json",
+    ]);
+    let summary: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let command = summary["first_failure_unshrunk"]
+        .as_str()
+        .expect("a failure")
+        .to_owned();
+    let swarm_token = &command[command.find('\'').unwrap() + 1..command.len() - 1];
+    let swarm_path = dir.join("swarm-token.toml");
+    let (code, _, err) = sim(&[
+        "replay",
+        swarm_token,
+        "--save",
+        swarm_path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let (code, out, _) = sim(&["scenario", swarm_path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+
+    // run --jsonl refuses to replace a file too.
+    let jsonl = dir.join("run.jsonl");
+    std::fs::write(&jsonl, "keep me").unwrap();
+    let (code, _, err) = sim(&["run", "--seed", "1", "--jsonl", jsonl.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(std::fs::read_to_string(&jsonl).unwrap(), "keep me");
+    let (code, _, _) = sim(&[
+        "run",
+        "--seed",
+        "1",
+        "--jsonl",
+        jsonl.to_str().unwrap(),
+        "--force",
+    ]);
+    assert_eq!(code, 0);
+    assert!(
+        std::fs::read_to_string(&jsonl)
+            .unwrap()
+            .contains("format_version")
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -30,6 +30,9 @@ pub enum Command {
         /// Also save the run as a scenario file (its name is the file name).
         #[arg(long, value_name = "scenarios/NAME.toml")]
         save: Option<std::path::PathBuf>,
+        /// Replace the `--save` file if it exists.
+        #[arg(long)]
+        force: bool,
     },
     /// Shrinks a failing replay token: drops events, turns faults off,
     /// moves settings to their defaults, removes replicas and shortens the
@@ -99,6 +102,9 @@ pub struct RunArgs {
     /// Also write the history as JSON lines to this file.
     #[arg(long)]
     pub jsonl: Option<std::path::PathBuf>,
+    /// Replace the `--jsonl` file if it exists.
+    #[arg(long)]
+    pub force: bool,
     /// Run the flawed variant with this review finding.
     #[arg(long, value_parser = named::<Flaw>())]
     pub flaw: Option<Flaw>,

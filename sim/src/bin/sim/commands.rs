@@ -13,12 +13,23 @@ use retention_sim::search::{
 use retention_sim::{Sim, check, format_failure};
 
 use crate::args::{BenchArgs, ExploreArgs};
+use crate::files::write_checked;
 
-pub fn run_one(spec: &RunSpec, jsonl: Option<&std::path::Path>) -> Result<bool, String> {
+pub fn run_one(
+    spec: &RunSpec,
+    jsonl: Option<&std::path::Path>,
+    force: bool,
+) -> Result<bool, String> {
     let history = Sim::new(spec).run().map_err(|error| error.to_string())?;
     if let Some(path) = jsonl {
-        std::fs::write(path, history.to_jsonl())
-            .map_err(|error| format!("{}: {error}", path.display()))?;
+        write_checked(path, &history.to_jsonl(), force, |text| {
+            History::from_jsonl(text).map(|_| ()).map_err(|error| {
+                format!(
+                    "{}: the history would not read back: {error}",
+                    path.display()
+                )
+            })
+        })?;
     }
     let verdict = check(&history);
     println!("{}", history.timeline());
@@ -214,7 +225,8 @@ pub fn run_scenarios(files: &[std::path::PathBuf], flaw: Option<Flaw>) -> Result
 
 /// Writes `spec` as a scenario that expects what the run does now, so a
 /// failure found once stays a named regression.
-pub fn save_scenario(spec: &RunSpec, path: &std::path::Path) -> Result<(), String> {
+pub fn save_scenario(spec: &RunSpec, path: &std::path::Path, force: bool) -> Result<(), String> {
+    let spec = &in_time_order(spec);
     let name = path
         .file_stem()
         .and_then(|stem| stem.to_str())
@@ -248,11 +260,39 @@ pub fn save_scenario(spec: &RunSpec, path: &std::path::Path) -> Result<(), Strin
     };
     let comment = "Saved by `sim replay --save`: it expects what the run did when saved.\n\
                    Once the bug is fixed, empty expect.violates so the scenario must pass.";
-    std::fs::write(path, scenario.to_toml(comment))
-        .map_err(|error| format!("{}: {error}", path.display()))?;
-    Scenario::load(path).map_err(|error| format!("the saved file does not load back: {error}"))?;
+    write_checked(path, &scenario.to_toml(comment), force, |text| {
+        Scenario::parse(path, text)
+            .map(|_| ())
+            .map_err(|error| format!("the saved file would not load back: {error}"))
+    })?;
     eprintln!("saved {}", path.display());
     Ok(())
+}
+
+/// The spec as a scenario file must state it: timed events in time order
+/// (a swarm draws each kind on its own, so its tokens interleave them).
+/// Events without a time keep their places.
+fn in_time_order(spec: &RunSpec) -> RunSpec {
+    let mut timed: Vec<_> = spec
+        .events
+        .iter()
+        .filter(|e| e.at_ms().is_some())
+        .cloned()
+        .collect();
+    timed.sort_by_key(|event| event.at_ms());
+    let mut timed = timed.into_iter();
+    let events = spec
+        .events
+        .iter()
+        .map(|event| match event.at_ms() {
+            Some(_) => timed.next().expect("as many timed events"),
+            None => event.clone(),
+        })
+        .collect();
+    RunSpec {
+        events,
+        ..spec.clone()
+    }
 }
 
 pub fn run_bench(args: &BenchArgs) -> Result<bool, String> {

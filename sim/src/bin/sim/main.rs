@@ -2,10 +2,11 @@
 //!
 //! Exit status: 0 when every run kept the contract, 1 when any violated it,
 //! 2 for bad input. `args.rs` holds the flags, `commands.rs` what each
-//! subcommand does.
+//! subcommand does, `files.rs` how a file is written without losing one.
 
 mod args;
 mod commands;
+mod files;
 
 use std::process::ExitCode;
 
@@ -27,13 +28,13 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Run(args) => {
-            build_spec(&args).and_then(|spec| run_one(&spec, args.jsonl.as_deref()))
+            build_spec(&args).and_then(|spec| run_one(&spec, args.jsonl.as_deref(), args.force))
         }
-        Command::Replay { token, save } => parse_token(&token).and_then(|spec| {
+        Command::Replay { token, save, force } => parse_token(&token).and_then(|spec| {
             if let Some(path) = save {
-                save_scenario(&spec, &path)?;
+                save_scenario(&spec, &path, force)?;
             }
-            run_one(&spec, None)
+            run_one(&spec, None, force)
         }),
         Command::Shrink { token, budget } => {
             parse_token(&token).and_then(|spec| shrink_token(&spec, budget))
