@@ -31,6 +31,28 @@ fn a_clean_run_prints_its_timeline_and_verdict_and_exits_0() {
     );
 }
 
+/// `sim run | head`: the reader leaves after a line while 250 KB are still
+/// to come (more than a pipe holds, so the write must fail); the tool drops
+/// the rest and exits with its verdict's status, without a panic.
+#[test]
+fn a_reader_that_goes_away_does_not_make_it_panic() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sim"))
+        .args(["run", "--seed", "1", "--duration-ms", "600000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 64];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The pipe's read end is dropped here.
+    let output = child.wait_with_output().unwrap();
+    let err = String::from_utf8(output.stderr).unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(output.status.code(), Some(0), "{err}");
+}
+
 #[test]
 fn bad_input_exits_2_naming_the_problem() {
     let cases: &[(&[&str], &str)] = &[

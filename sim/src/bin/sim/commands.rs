@@ -14,6 +14,7 @@ use retention_sim::{Sim, check, format_failure};
 
 use crate::args::{BenchArgs, ExploreArgs};
 use crate::files::write_checked;
+use crate::output::say;
 
 pub fn run_one(
     spec: &RunSpec,
@@ -32,12 +33,12 @@ pub fn run_one(
         })?;
     }
     let verdict = check(&history);
-    println!("{}", history.timeline());
-    println!("verdict for seed {}:\n{}", spec.seed, verdict.summary());
+    say!("{}", history.timeline());
+    say!("verdict for seed {}:\n{}", spec.seed, verdict.summary());
     if verdict.passed() {
-        println!("0 violations\nreplay: {}", replay_command(spec));
+        say!("0 violations\nreplay: {}", replay_command(spec));
     } else {
-        println!("{}", format_failure(spec, &history, &verdict));
+        say!("{}", format_failure(spec, &history, &verdict));
         let clause = verdict.violations[0].clause;
         print_shrunk(&shrink(spec, clause, SHRINK_RUNS))?;
     }
@@ -48,7 +49,7 @@ pub fn run_one(
 /// what it counts; probes never reached are marked.
 fn print_coverage(coverage: &std::collections::BTreeMap<&'static str, u64>) {
     let missed = coverage.values().filter(|&&count| count == 0).count();
-    println!(
+    say!(
         "coverage ({} of {} probes reached):",
         coverage.len() - missed,
         coverage.len()
@@ -56,7 +57,7 @@ fn print_coverage(coverage: &std::collections::BTreeMap<&'static str, u64>) {
     for (probe, what) in PROBES {
         let count = coverage.get(probe).copied().unwrap_or(0);
         let mark = if count == 0 { "  NEVER" } else { "" };
-        println!("  {probe:<38} {count:>8}  {what}{mark}");
+        say!("  {probe:<38} {count:>8}  {what}{mark}");
     }
 }
 
@@ -75,7 +76,7 @@ fn print_shrunk(shrunk: &Shrunk) -> Result<(), String> {
     let history = Sim::new(&shrunk.spec)
         .run()
         .map_err(|error| error.to_string())?;
-    println!(
+    say!(
         "\nshrunk: still violates {} at plan size {} (from {}; {} runs):\n{}",
         shrunk.clause,
         shrunk.size_after,
@@ -91,9 +92,9 @@ pub fn check_file(path: &std::path::Path, timeline: bool) -> Result<bool, String
     let history = History::from_jsonl(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let verdict = check(&history);
     if timeline {
-        println!("{}", history.timeline());
+        say!("{}", history.timeline());
     }
-    println!(
+    say!(
         "verdict for {} (seed {}, {} events):\n{}",
         path.display(),
         verdict.seed,
@@ -101,9 +102,9 @@ pub fn check_file(path: &std::path::Path, timeline: bool) -> Result<bool, String
         verdict.summary()
     );
     for violation in &verdict.violations {
-        println!("{violation}\n{}", excerpt(&history, &violation.events));
+        say!("{violation}\n{}", excerpt(&history, &violation.events));
     }
-    println!("{} violations", verdict.violations.len());
+    say!("{} violations", verdict.violations.len());
     Ok(verdict.passed())
 }
 
@@ -162,9 +163,9 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
             "peak_rss_mb": peak_rss_mb(),
             "coverage": summary.coverage,
         });
-        println!("{json}");
+        say!("{json}");
     } else {
-        println!(
+        say!(
             "{} runs, {} failed, {} violations; {:.0} runs/s, simulated/wall time {:.0}x",
             summary.runs,
             summary.failed_runs,
@@ -173,17 +174,17 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
             summary.sim_to_wall_ratio()
         );
         for (clause, count) in &summary.violations_by_clause {
-            println!("  {clause}: {count}");
+            say!("  {clause}: {count}");
         }
         print_coverage(&summary.coverage);
         if let Some((_, command)) = &summary.first_failure {
-            println!("\nfirst failure, as drawn: {command}");
+            say!("\nfirst failure, as drawn: {command}");
         }
         if let Some(shrunk) = &shrunk {
             print_shrunk(shrunk)?;
         }
         if let Some(mb) = peak_rss_mb() {
-            println!("peak memory {mb:.1} MiB");
+            say!("peak memory {mb:.1} MiB");
         }
     }
     Ok(summary.failed_runs == 0)
@@ -198,16 +199,16 @@ pub fn run_scenarios(files: &[std::path::PathBuf], flaw: Option<Flaw>) -> Result
             .run()
             .map_err(|error| error.to_string())?;
         let verdict = check(&history);
-        println!("{}", scenario_report(&scenario, &history, &verdict));
+        say!("{}", scenario_report(&scenario, &history, &verdict));
         let judged = match flaw {
             Some(flaw) => scenario.judge_flawed(flaw, &verdict),
             None => scenario.judge(&verdict, &history.timeline()),
         };
         match judged {
-            Ok(()) => println!("{}: as expected", file.display()),
+            Ok(()) => say!("{}: as expected", file.display()),
             Err(problems) => {
                 all_met = false;
-                println!("{}: NOT as expected:\n{problems}", file.display());
+                say!("{}: NOT as expected:\n{problems}", file.display());
                 // A violation the scenario did not expect is a failure:
                 // printed at its smallest too.
                 let unexpected = verdict
@@ -309,31 +310,40 @@ pub fn run_bench(args: &BenchArgs) -> Result<bool, String> {
     };
     let report = bench(&config, |stage| eprintln!("bench: {stage}..."));
     if args.json {
-        println!(
+        say!(
             "{}",
             serde_json::to_string(&report).map_err(|error| error.to_string())?
         );
         return Ok(true);
     }
-    println!("standard scenario: 3 replicas, 5,000-row backlog, swarm faults; one thread");
-    println!(
+    say!("standard scenario: 3 replicas, 5,000-row backlog, swarm faults; one thread");
+    say!(
         "  runs/s checked {:.0}, bare {:.0}; overhead {:.2}x",
-        report.runs_per_sec_checked, report.runs_per_sec_bare, report.overhead_ratio
+        report.runs_per_sec_checked,
+        report.runs_per_sec_bare,
+        report.overhead_ratio
     );
-    println!("  simulated/wall time {:.0}x", report.sim_to_wall_ratio);
-    println!(
+    say!("  simulated/wall time {:.0}x", report.sim_to_wall_ratio);
+    say!(
         "  peak memory {:.1} MiB after 1,000 runs, {:.1} MiB after {}",
-        report.rss_mb_after_1k, report.rss_mb_after_100k, report.memory_runs
+        report.rss_mb_after_1k,
+        report.rss_mb_after_100k,
+        report.memory_runs
     );
-    println!(
+    say!(
         "seeds to first detection over {} streams (median / max, streams that missed):",
         config.streams
     );
     for (flaw, figures) in &report.flaws {
         let (r, s) = (figures.random, figures.swarm);
-        println!(
+        say!(
             "  {flaw:<22} random {:>3} / {:>3} ({} missed)   swarm {:>3} / {:>3} ({} missed)",
-            r.median, r.max, r.misses, s.median, s.max, s.misses
+            r.median,
+            r.max,
+            r.misses,
+            s.median,
+            s.max,
+            s.misses
         );
     }
     Ok(true)

@@ -2,11 +2,13 @@
 //!
 //! Exit status: 0 when every run kept the contract, 1 when any violated it,
 //! 2 for bad input. `args.rs` holds the flags, `commands.rs` what each
-//! subcommand does, `files.rs` how a file is written without losing one.
+//! subcommand does, `files.rs` how a file is written without losing one,
+//! `output.rs` standard output that outlives a closed pipe.
 
 mod args;
 mod commands;
 mod files;
+mod output;
 
 use std::process::ExitCode;
 
