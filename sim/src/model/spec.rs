@@ -208,6 +208,15 @@ impl RunSpec {
             return fail("rpc_timeout_ms".into(), "must be > 0".into());
         }
         for (index, event) in self.events.iter().enumerate() {
+            if let Some(at_ms) = event.at_ms()
+                && at_ms >= self.duration_ms
+            {
+                let problem = format!(
+                    "{at_ms} ms is not before the run's end at {} ms (duration_ms)",
+                    self.duration_ms
+                );
+                return fail(format!("events[{index}].at_ms"), problem);
+            }
             if let Some(replica) = event.replica()
                 && !(1..=self.replicas).contains(&replica)
             {

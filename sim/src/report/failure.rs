@@ -30,8 +30,24 @@ pub fn replay_command(spec: &RunSpec) -> String {
 
 /// Reads a replay token back; errors name the field and column.
 pub fn parse_token(token: &str) -> Result<RunSpec, String> {
-    let spec: RunSpec =
+    let value: Value =
         serde_json::from_str(token.trim()).map_err(|error| format!("replay token: {error}"))?;
+    // serde would also read a struct from an array of its fields in order;
+    // a token is the object a failure prints, nothing else.
+    if !value.is_object() {
+        return Err(format!(
+            "replay token: expected a JSON object ({{\"seed\":...}}), got {}",
+            match value {
+                Value::Array(_) => "an array",
+                Value::String(_) => "a string",
+                Value::Number(_) => "a number",
+                Value::Bool(_) => "a boolean",
+                _ => "null",
+            }
+        ));
+    }
+    let spec: RunSpec =
+        serde_json::from_value(value).map_err(|error| format!("replay token: {error}"))?;
     spec.validate()
         .map_err(|error| format!("replay token: {error}"))?;
     Ok(spec)

@@ -83,6 +83,21 @@ fn bad_input_exits_2_naming_the_problem() {
             "unknown operation \"sleep\"",
         ),
         (&["replay", "{\"seed\":"], "replay token"),
+        (
+            &["replay", "[1, 3, 60000]"],
+            "expected a JSON object ({\"seed\":...}), got an array",
+        ),
+        (
+            &["run", "--duration-ms", "5000", "--pause", "1:9000:100"],
+            "events[0].at_ms: 9000 ms is not before the run's end at 5000 ms",
+        ),
+        (
+            &[
+                "replay",
+                r#"{"duration_ms":5000,"events":[{"kind":"hold_rows","at_ms":5000,"for_ms":1,"rows":1}]}"#,
+            ],
+            "events[0].at_ms: 5000 ms is not before the run's end",
+        ),
         (&["explore", "--seeds", "0"], "--seeds must be at least 1"),
         (&["explore", "--replicas", "6"], "--replicas: 6"),
         (&["frobnicate"], "unrecognized subcommand"),

@@ -169,7 +169,7 @@ fn bad_files_are_refused_naming_file_line_and_field() {
         ),
         (
             GOOD.replace("at_ms = 2000", "at_ms = 7000"),
-            "scenarios/bad.toml:13: run.events[0].at_ms: 7000 ms is after the run ends at 5000 ms",
+            "scenarios/bad.toml:13: run.events[0].at_ms: 7000 ms is not before the run's end at 5000 ms (duration_ms)",
         ),
         (
             format!(
