@@ -1,10 +1,12 @@
-//! What a run is, as plain data: its spec and fault plan, the names it is
-//! described with, and its history; serde and the worker's types only.
+//! What a run is, as plain data: its spec and fault plan (every numeric
+//! field's range in `ranges.rs`), the names it is described with, and its
+//! history; serde and the worker's types only.
 
 mod faults;
 mod history;
 mod jsonl;
 pub(crate) mod names;
+mod ranges;
 mod spec;
 mod term;
 
@@ -14,5 +16,6 @@ pub use history::{
 };
 pub use jsonl::HISTORY_FORMAT_VERSION;
 pub use names::{FaultKnob, Flaw, Named, OpKind, UnknownName};
+pub use ranges::{DAY_MS, HOUR_MS, MAX_ROWS};
 pub use spec::{RunSpec, SpecError, WorkerSpec};
 pub use term::{CallFailure, FailureKind, LossRec, ReleaseRec, TermEndRec, TermSummary};

@@ -168,6 +168,7 @@ impl std::error::Error for SpecError {}
 impl RunSpec {
     /// Checks what the world needs beyond the types.
     pub fn validate(&self) -> Result<(), SpecError> {
+        super::ranges::check_ranges(self)?;
         let fail = |field: String, problem: String| Err(SpecError { field, problem });
         if !(1..=5).contains(&self.replicas) {
             return fail(

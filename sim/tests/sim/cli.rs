@@ -84,6 +84,18 @@ fn bad_input_exits_2_naming_the_problem() {
         ),
         (&["replay", "{\"seed\":"], "replay token"),
         (
+            &["run", "--fault", "latency_ms_max=18446744073709551615"],
+            "faults.latency_ms_max: 18446744073709551615 is not in 0..=3600000",
+        ),
+        (
+            &["run", "--duration-ms", "99999999999"],
+            "duration_ms: 99999999999 is not in 1..=3600000",
+        ),
+        (
+            &["replay", r#"{"backlog_rows":4000000000}"#],
+            "backlog_rows: 4000000000 is not in 0..=1000000",
+        ),
+        (
             &["replay", "[1, 3, 60000]"],
             "expected a JSON object ({\"seed\":...}), got an array",
         ),
