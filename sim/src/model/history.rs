@@ -21,6 +21,7 @@ pub struct History {
 
 /// The facts about a run that the clause checks depend on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Header {
     /// The run's seed.
     pub seed: u64,
@@ -61,6 +62,7 @@ pub enum Actor {
 
 /// One thing that happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Event {
     /// Simulated time, in milliseconds since the run began.
     pub at_ms: i64,
@@ -152,7 +154,7 @@ pub enum Outcome {
 
 /// The kinds of event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
+#[serde(tag = "event", rename_all = "snake_case", deny_unknown_fields)]
 pub enum EventKind {
     /// A replica issued call `call`.
     Invoke {

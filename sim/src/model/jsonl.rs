@@ -3,10 +3,12 @@
 
 use serde_json::Value;
 
-use super::history::History;
+use super::history::{EventKind, History};
+use super::validate::validate;
 
 /// The version of the JSON-lines format this build writes and reads.
-/// Version 3 records a delete's fence instant and rolled-back transactions;
+/// Version 4 records the server's bounds and cancels (`aborted`); version 3
+/// records a delete's fence instant and rolled-back transactions;
 /// version 2 recorded a term's end, its release and a call's failure kind
 /// as typed values; version 1 wrote them as the worker's `Debug` text.
 pub const HISTORY_FORMAT_VERSION: u64 = 4;
@@ -48,12 +50,43 @@ impl History {
             fields.remove(VERSION_KEY);
         }
         let header = serde_json::from_value(header).map_err(|e| format!("line 1: header: {e}"))?;
-        let events = lines
-            .map(|(index, line)| {
-                serde_json::from_str(line).map_err(|e| format!("line {}: event: {e}", index + 1))
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(Self { header, events })
+        let mut events = Vec::new();
+        let mut line_numbers = Vec::new();
+        for (index, line) in lines {
+            let number = index + 1;
+            let mut value: Value =
+                serde_json::from_str(line).map_err(|e| format!("line {number}: event: {e}"))?;
+            let seq = value
+                .as_object_mut()
+                .and_then(|fields| fields.remove("seq"));
+            let expected = events.len();
+            match seq.as_ref().and_then(Value::as_u64) {
+                Some(seq) if seq == expected as u64 => {}
+                Some(seq) => {
+                    return Err(format!(
+                        "line {number}: seq {seq} where {expected} comes next: events are \
+                         missing, repeated or out of order"
+                    ));
+                }
+                None => return Err(format!("line {number}: event: no seq")),
+            }
+            let event =
+                serde_json::from_value(value).map_err(|e| format!("line {number}: event: {e}"))?;
+            events.push(event);
+            line_numbers.push(number);
+        }
+        let history = Self { header, events };
+        validate(&history, &line_numbers)?;
+        Ok(history)
+    }
+
+    /// Whether the history ends with the run's final event (one cut off
+    /// early lacks it, and cannot be judged for liveness or counts).
+    pub fn is_complete(&self) -> bool {
+        matches!(
+            self.events.last().map(|event| &event.kind),
+            Some(EventKind::Final { .. })
+        )
     }
 }
 

@@ -9,6 +9,7 @@ pub(crate) mod names;
 mod ranges;
 mod spec;
 mod term;
+mod validate;
 
 pub use faults::{CallOutcome, FaultConfig, FaultEvent};
 pub use history::{

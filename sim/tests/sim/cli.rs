@@ -418,6 +418,66 @@ fn check_judges_a_recorded_history_file() {
         "{err}"
     );
 
+    // Damaged histories are refused with the line of the problem, never
+    // judged: cut off, a header alone, a line repeated, lines swapped, a
+    // seq changed, an unknown field, an actor the header does not have, a
+    // reply to a call never made.
+    let lines: Vec<&str> = text.lines().collect();
+    let joined = |lines: &[&str]| lines.join("\n") + "\n";
+    let mut swapped = lines.clone();
+    swapped.swap(3, 4);
+    let mut repeated = lines.clone();
+    repeated.insert(4, lines[4]);
+    let damaged: Vec<(String, &str)> = vec![
+        (
+            joined(&lines[..lines.len() - 1]),
+            "incomplete: the history has no final event",
+        ),
+        (
+            joined(&lines[..1]),
+            "incomplete: the history has no final event",
+        ),
+        (joined(&repeated), "line 6: seq 3 where 4 comes next"),
+        (joined(&swapped), "line 4: seq 3 where 2 comes next"),
+        (
+            text.replacen("\"seq\":2,", "\"seq\":7,", 1),
+            "seq 7 where 2 comes next",
+        ),
+        (
+            text.replacen("\"term\":1}", "\"term\":1,\"x\":0}", 1),
+            "unknown field `x`",
+        ),
+        (
+            text.replace("{\"replica\":1}", "{\"replica\":9}"),
+            "actor r9: the header has 3 replicas",
+        ),
+        (
+            text.replacen(
+                "\"event\":\"invoke\"",
+                "\"event\":\"stop_resolved\",\"caller\":1,\"y\"",
+                1,
+            ),
+            "line 2: event",
+        ),
+    ];
+    for (content, expected) in &damaged {
+        std::fs::write(&edited, content).unwrap();
+        let (code, out, err) = sim(&["check", edited.to_str().unwrap()]);
+        assert_eq!(code, 2, "{expected}: {out}{err}");
+        assert!(
+            err.contains(expected),
+            "{err:?} should contain {expected:?}"
+        );
+    }
+    // A cut-off history is judged with --partial, which says what it skips.
+    std::fs::write(&edited, &damaged[0].0).unwrap();
+    let (code, out, _) = sim(&["check", edited.to_str().unwrap(), "--partial"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("partial history: LIVE-1, LIVE-2, REL-3 not judged"),
+        "{out}"
+    );
+
     // A history of another format version is refused by name, not misread.
     let version = format!("\"format_version\":{HISTORY_FORMAT_VERSION}");
     assert!(text.lines().next().unwrap().contains(&version), "{text}");

@@ -110,3 +110,19 @@ fn fixing_one_swarm_dimension_leaves_the_others_as_drawn() {
     }
     assert!(differed > 100, "the replica count itself was drawn");
 }
+
+/// A history read back must hang together: a reply or a service effect
+/// of a call that was never made is refused, naming its line.
+#[test]
+fn a_history_whose_events_answer_no_call_is_refused() {
+    let mut history = Sim::new(&RunSpec::default()).run().unwrap();
+    let first_invoke = history
+        .events
+        .iter()
+        .position(|e| matches!(e.kind, retention_sim::model::EventKind::Invoke { .. }))
+        .unwrap();
+    history.events.remove(first_invoke);
+    let error = retention_sim::History::from_jsonl(&history.to_jsonl()).unwrap_err();
+    assert!(error.starts_with("not a valid history:\nline "), "{error}");
+    assert!(error.contains("which was never invoked"), "{error}");
+}

@@ -54,6 +54,10 @@ pub enum Command {
         /// Also print the whole timeline.
         #[arg(long)]
         timeline: bool,
+        /// Judge a history without its final event (cut off): the clauses
+        /// that need the run's end (LIVE-1, LIVE-2, REL-3) are not judged.
+        #[arg(long)]
+        partial: bool,
     },
     /// Runs scenario files and checks each one's expected outcome.
     Scenario {

@@ -44,7 +44,11 @@ fn main() -> ExitCode {
         Command::Scenario { files, flaw } => run_scenarios(&files, flaw),
         Command::Explore(args) => run_explore(&args),
         Command::Bench(args) => run_bench(&args),
-        Command::Check { history, timeline } => check_file(&history, timeline),
+        Command::Check {
+            history,
+            timeline,
+            partial,
+        } => check_file(&history, timeline, partial),
     };
     match result {
         Ok(passed) => ExitCode::from(if passed { 0 } else { 1 }),
