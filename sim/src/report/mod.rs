@@ -1,13 +1,15 @@
-//! What people read: the text timeline, the one failure formatter and its
-//! replay token, scenario files, and the scenario report that snapshots
-//! hold. Uses `model` and `checker`.
+//! What people read and write: the text timeline, the one failure
+//! formatter and its replay token, scenario files (read bounded, `input.rs`),
+//! and the scenario report that snapshots hold. Uses `model` and `checker`.
 
 mod failure;
+mod input;
 mod scenario;
 mod scenario_report;
 mod timeline;
 
 pub use failure::{excerpt, format_failure, parse_token, replay_command, replay_token};
+pub use input::{HISTORY_LIMIT_BYTES, InputError, SCENARIO_LIMIT_BYTES, read_text};
 pub use scenario::{Expect, Scenario, ScenarioError, scenario_files};
 pub use scenario_report::{describe_run, scenario_report, term_footers};
 pub use timeline::TIMELINE_COLUMNS;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use toml::de::{DeTable, DeValue};
 
+use super::input::{SCENARIO_LIMIT_BYTES, read_text};
 use crate::checker::{CLAUSES, Verdict};
 use crate::model::{Flaw, RunSpec};
 
@@ -75,11 +76,11 @@ impl std::error::Error for ScenarioError {}
 impl Scenario {
     /// Reads and checks a scenario file.
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|error| ScenarioError {
+        let text = read_text(path, SCENARIO_LIMIT_BYTES).map_err(|error| ScenarioError {
             file: path.to_owned(),
-            line: None,
+            line: error.line,
             field: None,
-            problem: error.to_string(),
+            problem: error.problem,
         })?;
         Self::parse(path, &text)
     }

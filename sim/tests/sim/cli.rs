@@ -478,6 +478,42 @@ fn check_judges_a_recorded_history_file() {
         "{out}"
     );
 
+    // A history full of violations prints ten of each clause unless --all.
+    let flawed = dir.join("flawed.jsonl");
+    let flawed_path = flawed.to_str().unwrap();
+    let (code, _, _) = sim(&[
+        "run",
+        "--seed",
+        "1",
+        "--flaw",
+        "uncapped-term",
+        "--jsonl",
+        flawed_path,
+    ]);
+    assert_eq!(code, 1);
+    let (_, capped, _) = sim(&["check", flawed_path]);
+    let (_, every, _) = sim(&["check", flawed_path, "--all"]);
+    let printed = |out: &str| {
+        out.lines()
+            .filter(|line| line.starts_with("CAP-1: "))
+            .count()
+    };
+    assert_eq!(printed(&capped), 10, "{capped}");
+    assert!(printed(&every) > 10, "{every}");
+    assert!(
+        capped.contains("more CAP-1 violations (--all prints every one)"),
+        "{capped}"
+    );
+
+    // Text that stops being UTF-8 is refused naming its line.
+    std::fs::write(&edited, b"{\"a\":1}\n\xfe\n").unwrap();
+    let (code, _, err) = sim(&["check", edited.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("edited.jsonl: line 2: not UTF-8 text"),
+        "{err}"
+    );
+
     // A history of another format version is refused by name, not misread.
     let version = format!("\"format_version\":{HISTORY_FORMAT_VERSION}");
     assert!(text.lines().next().unwrap().contains(&version), "{text}");

@@ -58,6 +58,9 @@ pub enum Command {
         /// that need the run's end (LIVE-1, LIVE-2, REL-3) are not judged.
         #[arg(long)]
         partial: bool,
+        /// Print every violation (default: the first 10 of each clause).
+        #[arg(long)]
+        all: bool,
     },
     /// Runs scenario files and checks each one's expected outcome.
     Scenario {

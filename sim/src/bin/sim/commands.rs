@@ -5,7 +5,9 @@ use std::io::IsTerminal;
 
 use retention_sim::checker::PROBES;
 use retention_sim::model::{Flaw, History, RunSpec};
-use retention_sim::report::{Expect, Scenario, excerpt, replay_command, scenario_report};
+use retention_sim::report::{
+    Expect, HISTORY_LIMIT_BYTES, Scenario, excerpt, read_text, replay_command, scenario_report,
+};
 use retention_sim::search::{
     BenchConfig, ExploreConfig, SHRINK_RUNS, Shrunk, bench, explore, peak_rss_mb, shrink,
     violated_clause,
@@ -91,8 +93,20 @@ fn print_shrunk(shrunk: &Shrunk) -> Result<(), String> {
 /// show them kept.
 const NEED_THE_END: &[&str] = &["LIVE-1", "LIVE-2", "REL-3"];
 
-pub fn check_file(path: &std::path::Path, timeline: bool, partial: bool) -> Result<bool, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+/// Violations printed per clause unless `--all`: a history full of them
+/// would otherwise print without end.
+const SHOWN_PER_CLAUSE: usize = 10;
+
+pub fn check_file(
+    path: &std::path::Path,
+    timeline: bool,
+    partial: bool,
+    all: bool,
+) -> Result<bool, String> {
+    let text = read_text(path, HISTORY_LIMIT_BYTES).map_err(|error| match error.line {
+        Some(line) => format!("{}: line {line}: {}", path.display(), error.problem),
+        None => format!("{}: {}", path.display(), error.problem),
+    })?;
     let history = History::from_jsonl(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let complete = history.is_complete();
     if !complete && !partial {
@@ -123,8 +137,21 @@ pub fn check_file(path: &std::path::Path, timeline: bool, partial: bool) -> Resu
         history.events.len(),
         verdict.summary()
     );
+    let mut shown: std::collections::BTreeMap<&str, usize> = Default::default();
     for violation in &verdict.violations {
-        say!("{violation}\n{}", excerpt(&history, &violation.events));
+        let count = shown.entry(violation.clause).or_default();
+        *count += 1;
+        if all || *count <= SHOWN_PER_CLAUSE {
+            say!("{violation}\n{}", excerpt(&history, &violation.events));
+        }
+    }
+    for (clause, count) in shown {
+        if !all && count > SHOWN_PER_CLAUSE {
+            say!(
+                "... and {} more {clause} violations (--all prints every one)",
+                count - SHOWN_PER_CLAUSE
+            );
+        }
     }
     say!("{} violations", verdict.violations.len());
     Ok(verdict.passed())

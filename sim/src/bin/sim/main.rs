@@ -48,7 +48,8 @@ fn main() -> ExitCode {
             history,
             timeline,
             partial,
-        } => check_file(&history, timeline, partial),
+            all,
+        } => check_file(&history, timeline, partial, all),
     };
     match result {
         Ok(passed) => ExitCode::from(if passed { 0 } else { 1 }),

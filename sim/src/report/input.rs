@@ -1,0 +1,50 @@
+//! Reading an input file as text, bounded: a file larger than its limit (an
+//! endless one, a wrong path to a disk image) is refused before it fills
+//! memory, and text that stops being UTF-8 is refused naming its line.
+
+use std::io::Read;
+use std::path::Path;
+
+/// The largest scenario file read.
+pub const SCENARIO_LIMIT_BYTES: u64 = 1 << 20;
+/// The largest history read (a one-hour run with every fault writes a few
+/// megabytes).
+pub const HISTORY_LIMIT_BYTES: u64 = 256 << 20;
+
+/// Why a file could not be read: the line, when the problem has one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    /// The 1-based line of the problem, when it has one.
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub problem: String,
+}
+
+/// The file's text, if it is at most `limit_bytes` of UTF-8.
+pub fn read_text(path: &Path, limit_bytes: u64) -> Result<String, InputError> {
+    let file = std::fs::File::open(path).map_err(|error| InputError {
+        line: None,
+        problem: error.to_string(),
+    })?;
+    let mut bytes = Vec::new();
+    file.take(limit_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|error| InputError {
+            line: None,
+            problem: error.to_string(),
+        })?;
+    if bytes.len() as u64 > limit_bytes {
+        return Err(InputError {
+            line: None,
+            problem: format!("larger than the {limit_bytes}-byte limit for this kind of file"),
+        });
+    }
+    String::from_utf8(bytes).map_err(|error| {
+        let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
+        let line = valid.iter().filter(|&&byte| byte == b'\n').count() + 1;
+        InputError {
+            line: Some(line),
+            problem: "not UTF-8 text".into(),
+        }
+    })
+}
