@@ -76,7 +76,7 @@ fn bad_input_exits_2_naming_the_problem() {
         ),
         (
             &["run", "--replicas", "2", "--crash", "3:100:100"],
-            "events[0].replica",
+            "--crash 3:100:100: replica 3 does not exist (1..=2) (events[0].replica)",
         ),
         (
             &["run", "--stop-during", "1:sleep:2"],
@@ -101,7 +101,11 @@ fn bad_input_exits_2_naming_the_problem() {
         ),
         (
             &["run", "--duration-ms", "5000", "--pause", "1:9000:100"],
-            "events[0].at_ms: 9000 ms is not before the run's end at 5000 ms",
+            "--pause 1:9000:100: 9000 ms is not before the run's end at 5000 ms (duration_ms) (events[0].at_ms)",
+        ),
+        (
+            &["run", "--pause", "1:100:100", "--stop", "7:200"],
+            "--stop 7:200: replica 7 does not exist (1..=3) (events[1].replica)",
         ),
         (
             &[

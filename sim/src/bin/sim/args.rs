@@ -219,6 +219,19 @@ pub fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
     for fault in &args.faults {
         set_fault(&mut spec, fault)?;
     }
+    // Events drawn by --swarm come first; then one per event flag, in the
+    // order below, so an invalid event can be named by its flag.
+    let drawn = spec.events.len();
+    let flagged: Vec<String> = [
+        ("--pause", &args.pause),
+        ("--crash", &args.crash),
+        ("--stop", &args.stop),
+        ("--stop-during", &args.stop_during),
+        ("--hold-rows", &args.hold_rows),
+    ]
+    .into_iter()
+    .flat_map(|(flag, texts)| texts.iter().map(move |text| format!("{flag} {text}")))
+    .collect();
     for text in &args.pause {
         let [replica, at_ms, for_ms] = numbers::<3>("--pause", text)?;
         spec.events.push(FaultEvent::Pause {
@@ -259,7 +272,19 @@ pub fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
             rows: small(rows)?,
         });
     }
-    spec.validate().map_err(|error| error.to_string())?;
+    spec.validate().map_err(|error| {
+        let flag = error
+            .field
+            .strip_prefix("events[")
+            .and_then(|rest| rest.split(']').next())
+            .and_then(|index| index.parse::<usize>().ok())
+            .and_then(|index| index.checked_sub(drawn))
+            .and_then(|index| flagged.get(index));
+        match flag {
+            Some(flag) => format!("{flag}: {} ({})", error.problem, error.field),
+            None => error.to_string(),
+        }
+    })?;
     Ok(spec)
 }
 
