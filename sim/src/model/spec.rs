@@ -205,9 +205,6 @@ impl RunSpec {
             );
             return fail("skews_ms".into(), problem);
         }
-        if self.rpc_timeout_ms == 0 {
-            return fail("rpc_timeout_ms".into(), "must be > 0".into());
-        }
         for (index, event) in self.events.iter().enumerate() {
             if let Some(at_ms) = event.at_ms()
                 && at_ms >= self.duration_ms

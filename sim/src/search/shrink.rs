@@ -60,6 +60,7 @@ pub fn plan_size(spec: &RunSpec) -> usize {
     spec.events.len() + knobs_on + settings + spec.replicas as usize - 1
 }
 
+/// The worker's settings in one order, for counting and setting them.
 fn worker_fields(w: &WorkerSpec) -> [u64; 9] {
     [
         w.batch_size.into(),
@@ -229,44 +230,38 @@ fn candidates(spec: &RunSpec) -> Vec<RunSpec> {
 /// Each worker setting back at its default, then halfway there, one at a
 /// time, refitted.
 fn worker_defaults(spec: &RunSpec) -> Vec<RunSpec> {
-    let d = WorkerSpec::default();
-    let halfway = |w: &WorkerSpec| {
-        let mid = |a: u64, b: u64| a / 2 + b / 2;
-        WorkerSpec {
-            batch_size: u32::try_from(mid(w.batch_size.into(), d.batch_size.into())).expect("u32"),
-            term_row_cap: u32::try_from(mid(w.term_row_cap.into(), d.term_row_cap.into()))
-                .expect("u32"),
-            retention_ms: mid(w.retention_ms, d.retention_ms),
-            lease_ttl_ms: mid(w.lease_ttl_ms, d.lease_ttl_ms),
-            renew_interval_ms: mid(w.renew_interval_ms, d.renew_interval_ms),
-            expiry_margin_ms: mid(w.expiry_margin_ms, d.expiry_margin_ms),
-            term_interval_ms: mid(w.term_interval_ms, d.term_interval_ms),
-            loss_backoff_ms: mid(w.loss_backoff_ms, d.loss_backoff_ms),
-            term_jitter_ms_max: mid(w.term_jitter_ms_max, d.term_jitter_ms_max),
-        }
-    };
-    let half = halfway(&spec.worker);
-    let setters: [fn(&mut WorkerSpec, &WorkerSpec); 9] = [
-        |w, d| w.batch_size = d.batch_size,
-        |w, d| w.term_row_cap = d.term_row_cap,
-        |w, d| w.retention_ms = d.retention_ms,
-        |w, d| w.lease_ttl_ms = d.lease_ttl_ms,
-        |w, d| w.renew_interval_ms = d.renew_interval_ms,
-        |w, d| w.expiry_margin_ms = d.expiry_margin_ms,
-        |w, d| w.term_interval_ms = d.term_interval_ms,
-        |w, d| w.loss_backoff_ms = d.loss_backoff_ms,
-        |w, d| w.term_jitter_ms_max = d.term_jitter_ms_max,
-    ];
-    let mut out = Vec::new();
-    for toward in [&d, &half] {
-        for set in &setters {
+    let (now, default) = (
+        worker_fields(&spec.worker),
+        worker_fields(&WorkerSpec::default()),
+    );
+    let to_default = (0..now.len()).map(|i| (i, default[i]));
+    let halfway = (0..now.len()).map(|i| (i, now[i] / 2 + default[i] / 2));
+    to_default
+        .chain(halfway)
+        .map(|(index, value)| {
             let mut c = spec.clone();
-            set(&mut c.worker, toward);
+            set_worker_field(&mut c.worker, index, value);
             fit(&mut c.worker);
-            out.push(c);
-        }
+            c
+        })
+        .collect()
+}
+
+/// Sets the `index`-th field of [`worker_fields`]'s order.
+fn set_worker_field(w: &mut WorkerSpec, index: usize, value: u64) {
+    let count = |value: u64| u32::try_from(value).expect("between two u32 values");
+    match index {
+        0 => w.batch_size = count(value),
+        1 => w.term_row_cap = count(value),
+        2 => w.retention_ms = value,
+        3 => w.lease_ttl_ms = value,
+        4 => w.renew_interval_ms = value,
+        5 => w.expiry_margin_ms = value,
+        6 => w.term_interval_ms = value,
+        7 => w.loss_backoff_ms = value,
+        8 => w.term_jitter_ms_max = value,
+        _ => unreachable!("WorkerSpec has nine settings"),
     }
-    out
 }
 
 fn without_last_replica(spec: &RunSpec) -> RunSpec {
