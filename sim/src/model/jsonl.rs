@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::history::{EventKind, History};
+use super::strict_json::refuse_duplicate_keys;
 use super::validate::validate;
 
 /// The version of the JSON-lines format this build writes and reads.
@@ -36,15 +37,22 @@ impl History {
     /// Reads what [`History::to_jsonl`] wrote, naming the line of any error;
     /// refuses a header of another format version.
     pub fn from_jsonl(text: &str) -> Result<Self, String> {
-        let mut lines = text
-            .lines()
-            .enumerate()
-            .filter(|(_, line)| !line.trim().is_empty());
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let all: Vec<(usize, &str)> = text.lines().enumerate().collect();
+        // Blank lines may only trail; one inside would hide a removed event.
+        let last = all.iter().rposition(|(_, line)| !line.trim().is_empty());
+        let used = &all[..last.map_or(0, |at| at + 1)];
+        if let Some((index, _)) = used.iter().find(|(_, line)| line.trim().is_empty()) {
+            return Err(format!(
+                "line {}: a blank line inside the history",
+                index + 1
+            ));
+        }
+        let mut lines = used.iter().copied();
         let (_, first) = lines
             .next()
             .ok_or("line 1: empty history, expected a header")?;
-        let mut header: Value =
-            serde_json::from_str(first).map_err(|e| format!("line 1: header: {e}"))?;
+        let mut header: Value = read_json(1, "header", first)?;
         check_version(&header)?;
         if let Value::Object(fields) = &mut header {
             fields.remove(VERSION_KEY);
@@ -54,8 +62,7 @@ impl History {
         let mut line_numbers = Vec::new();
         for (index, line) in lines {
             let number = index + 1;
-            let mut value: Value =
-                serde_json::from_str(line).map_err(|e| format!("line {number}: event: {e}"))?;
+            let mut value: Value = read_json(number, "event", line)?;
             let seq = value
                 .as_object_mut()
                 .and_then(|fields| fields.remove("seq"));
@@ -88,6 +95,23 @@ impl History {
             Some(EventKind::Final { .. })
         )
     }
+}
+
+/// One line's JSON, its errors placed by the file's line and the line's
+/// column, and a key repeated in one object refused.
+fn read_json(number: usize, what: &str, line: &str) -> Result<Value, String> {
+    let value = serde_json::from_str(line).map_err(|error| {
+        let message = error.to_string();
+        let message = message
+            .rsplit_once(" at line ")
+            .map_or(message.as_str(), |(message, _)| message);
+        format!(
+            "line {number}, column {}: {what}: {message}",
+            error.column()
+        )
+    })?;
+    refuse_duplicate_keys(line).map_err(|problem| format!("line {number}: {what}: {problem}"))?;
+    Ok(value)
 }
 
 fn check_version(header: &Value) -> Result<(), String> {

@@ -1,17 +1,21 @@
 //! What a run is, as plain data: its spec and fault plan (every numeric
 //! field's range in `ranges.rs`), the names it is described with, and its
-//! history; serde and the worker's types only.
+//! history, and the command line's short syntax for events and knobs
+//! (`flag_text.rs`); serde and the worker's types only.
 
 mod faults;
+mod flag_text;
 mod history;
 mod jsonl;
 pub(crate) mod names;
 mod ranges;
 mod spec;
+pub(crate) mod strict_json;
 mod term;
 mod validate;
 
 pub use faults::{CallOutcome, FaultConfig, FaultEvent};
+pub use flag_text::{EventFlag, set_fault_flag};
 pub use history::{
     Actor, Event, EventKind, Header, History, Invocation, LeaseRec, Outcome, RowRec,
 };

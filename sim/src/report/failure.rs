@@ -46,11 +46,36 @@ pub fn parse_token(token: &str) -> Result<RunSpec, String> {
             }
         ));
     }
+    crate::model::strict_json::refuse_duplicate_keys(token.trim())
+        .map_err(|problem| format!("replay token: {problem}"))?;
+    refuse_positional_structs(&value)?;
+    // Read again from the text, so an error says where (line and column).
     let spec: RunSpec =
-        serde_json::from_value(value).map_err(|error| format!("replay token: {error}"))?;
+        serde_json::from_str(token.trim()).map_err(|error| format!("replay token: {error}"))?;
     spec.validate()
         .map_err(|error| format!("replay token: {error}"))?;
     Ok(spec)
+}
+
+/// serde reads a struct from an array of its fields in order too; a token
+/// writes every struct as an object, so anything else is a mistake.
+fn refuse_positional_structs(token: &Value) -> Result<(), String> {
+    for field in ["worker", "faults"] {
+        if token.get(field).is_some_and(|value| !value.is_object()) {
+            return Err(format!(
+                "replay token: {field}: expected an object ({{\"name\":value,...}})"
+            ));
+        }
+    }
+    let events = token.get("events").and_then(Value::as_array);
+    for (index, event) in events.into_iter().flatten().enumerate() {
+        if !event.is_object() {
+            return Err(format!(
+                "replay token: events[{index}]: expected an object ({{\"kind\":...}})"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn strip_defaults(value: Value, default: &Value) -> Value {

@@ -1,6 +1,7 @@
 //! Reading an input file as text, bounded: a file larger than its limit (an
 //! endless one, a wrong path to a disk image) is refused before it fills
-//! memory, and text that stops being UTF-8 is refused naming its line.
+//! memory, and text that stops being UTF-8 is refused naming its line and
+//! byte.
 
 use std::io::Read;
 use std::path::Path;
@@ -40,11 +41,23 @@ pub fn read_text(path: &Path, limit_bytes: u64) -> Result<String, InputError> {
         });
     }
     String::from_utf8(bytes).map_err(|error| {
-        let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
+        let at = error.utf8_error().valid_up_to();
+        let valid = &error.as_bytes()[..at];
         let line = valid.iter().filter(|&&byte| byte == b'\n').count() + 1;
+        let column = at
+            - valid
+                .iter()
+                .rposition(|&byte| byte == b'\n')
+                .map_or(0, |i| i + 1)
+            + 1;
         InputError {
             line: Some(line),
-            problem: "not UTF-8 text".into(),
+            problem: format!(
+                "not UTF-8 text: byte {} of the file (column {column} of the line, both \
+                 from 1) is 0x{:02x}",
+                at + 1,
+                error.as_bytes()[at]
+            ),
         }
     })
 }

@@ -7,6 +7,7 @@ mod input;
 mod scenario;
 mod scenario_report;
 mod timeline;
+mod toml_location;
 
 pub use failure::{excerpt, format_failure, parse_token, replay_command, replay_token};
 pub use input::{HISTORY_LIMIT_BYTES, InputError, SCENARIO_LIMIT_BYTES, read_text};

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use toml::de::{DeTable, DeValue};
 
 use super::input::{SCENARIO_LIMIT_BYTES, read_text};
+use super::toml_location::{failing_event, field_at, line_of, offset_of};
 use crate::checker::{CLAUSES, Verdict};
 use crate::model::{Flaw, RunSpec};
 
@@ -97,9 +97,20 @@ impl Scenario {
             }
         };
         let scenario: Self = toml::from_str(text).map_err(|error| {
+            // serde reads an event through its `kind` tag, which loses the
+            // spans inside it: find the entry and key again, one by one.
+            if let Some((field, problem)) = failing_event(text) {
+                let offset = offset_of(text, &field);
+                return fail(Some(field), problem, offset);
+            }
             let offset = error.span().map(|span| span.start);
-            let field = offset.and_then(|at| field_at(text, at));
-            fail(field, error.message().trim().to_owned(), offset)
+            let problem = error.message().trim().to_owned();
+            // A missing field's span is its whole table, which starts at
+            // the table's first key: that key is not what is wrong.
+            let field = offset
+                .and_then(|at| field_at(text, at))
+                .filter(|_| !problem.starts_with("missing field"));
+            fail(field, problem, offset)
         })?;
         scenario.validate(path).map_err(|(field, problem)| {
             let offset = offset_of(text, &field);
@@ -247,73 +258,4 @@ pub fn scenario_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     files.retain(|path| path.extension().is_some_and(|ext| ext == "toml"));
     files.sort();
     Ok(files)
-}
-
-fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].matches('\n').count() + 1
-}
-
-/// The field at byte `offset`: the key on that line, under the nearest
-/// table header above it (`[run.worker]`, or the n-th `[[run.events]]`).
-fn field_at(text: &str, offset: usize) -> Option<String> {
-    let offset = offset.min(text.len());
-    let line_start = text[..offset].rfind('\n').map_or(0, |at| at + 1);
-    let line = text[line_start..].lines().next().unwrap_or_default();
-    let key = line
-        .split_once('=')
-        .map(|(key, _)| key.trim().trim_matches('"'));
-    let above: Vec<&str> = text[..line_start].lines().map(str::trim).collect();
-    let header = above.iter().rposition(|l| l.starts_with('[')).map(|at| {
-        let header = above[at];
-        match header.strip_prefix("[[").and_then(|h| h.strip_suffix("]]")) {
-            Some(array) => {
-                let index = above[..=at].iter().filter(|l| **l == header).count() - 1;
-                format!("{array}[{index}]")
-            }
-            None => header.trim_matches(|c| c == '[' || c == ']').to_owned(),
-        }
-    });
-    match (header, key) {
-        (Some(header), Some(key)) => Some(format!("{header}.{key}")),
-        (header, key) => header.or(key.map(str::to_owned)),
-    }
-}
-
-/// The byte offset of the value at `path` (`run.events[2].replica`), or of
-/// the nearest enclosing item that exists.
-fn offset_of(text: &str, path: &str) -> Option<usize> {
-    let table = DeTable::parse(text).ok()?;
-    let mut table = table.get_ref();
-    let mut found = None;
-    for segment in path.split('.') {
-        let (name, indices) = match segment.split_once('[') {
-            Some((name, rest)) => (
-                name,
-                rest.trim_end_matches(']')
-                    .split("][")
-                    .filter_map(|i| i.parse().ok())
-                    .collect(),
-            ),
-            None => (segment, Vec::<usize>::new()),
-        };
-        let (key, mut value) = table
-            .iter()
-            .find(|(key, _)| key.get_ref().as_ref() == name)?;
-        found = Some(key.span().start);
-        for index in indices {
-            let DeValue::Array(items) = value.get_ref() else {
-                return found;
-            };
-            let Some(item) = items.get(index) else {
-                return found;
-            };
-            found = Some(item.span().start);
-            value = item;
-        }
-        match value.get_ref() {
-            DeValue::Table(inner) => table = inner,
-            _ => return found,
-        }
-    }
-    found
 }

@@ -61,14 +61,28 @@ fn faults_off(spec: &RunSpec) -> bool {
     !spec.faults.any() && spec.events.is_empty() && spec.skews_ms.iter().all(|skew| *skew == 0)
 }
 
-/// Whether a fault-free run is long enough that the backlog must be gone:
-/// one term per `term_interval + jitter` clears `term_row_cap` rows.
+/// Round trips and scheduling around one batch's database work, at most.
+const BATCH_SLACK_MS: u64 = 100;
+
+/// Whether a fault-free run can and must clear its backlog (LIVE-1): each
+/// batch's work fits inside the bounds that would cut it (the call
+/// timeout, and the statement timeout when on), and the run is long enough
+/// for one term per `term_interval + jitter` plus its batches' average work
+/// to clear `term_row_cap` rows each time.
 fn drain_owed(spec: &RunSpec) -> bool {
     let w = &spec.worker;
+    let cut_ms = match spec.statement_timeout_ms {
+        0 => spec.rpc_timeout_ms,
+        statement_ms => statement_ms.min(spec.rpc_timeout_ms),
+    };
+    let work_fits = spec.db_batch_ms_max + BATCH_SLACK_MS < cut_ms;
     let rows = u64::from(spec.backlog_rows) + u64::from(spec.boundary_rows);
     let terms = rows.div_ceil(u64::from(w.term_row_cap)) + 1;
-    let needed_ms = terms * (w.term_interval_ms + w.term_jitter_ms_max) + w.lease_ttl_ms;
-    faults_off(spec) && spec.duration_ms >= needed_ms
+    let batches = u64::from(w.term_row_cap).div_ceil(u64::from(w.batch_size));
+    let batch_ms = (spec.db_batch_ms_min + spec.db_batch_ms_max) / 2 + BATCH_SLACK_MS;
+    let term_ms = w.term_interval_ms + w.term_jitter_ms_max + batches * batch_ms;
+    let needed_ms = terms.saturating_mul(term_ms).saturating_add(w.lease_ttl_ms);
+    faults_off(spec) && work_fits && spec.duration_ms >= needed_ms
 }
 
 /// A replica's context and its node.

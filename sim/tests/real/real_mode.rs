@@ -101,6 +101,10 @@ fn three_replicas_on_postgresql_keep_every_clause_under_faults() {
 /// The checker's verdict; on a violation, saves the history and fails with
 /// each violation's timeline excerpt.
 fn judge(history: &History, seed: u64) {
+    // What `sim check` would refuse as damaged must not come from a real run.
+    if let Err(problem) = History::from_jsonl(&history.to_jsonl()) {
+        panic!("real mode, seed {seed}: the history is not valid: {problem}");
+    }
     let verdict = check(history);
     let saved = std::env::temp_dir().join(format!("real-mode-seed-{seed}.jsonl"));
     std::fs::write(&saved, history.to_jsonl()).expect("save the history");

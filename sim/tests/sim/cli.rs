@@ -225,16 +225,16 @@ fn memory_stays_flat_over_a_long_sweep() {
 fn replay_save_turns_a_failure_into_a_scenario_that_reproduces_it() {
     let dir = std::env::temp_dir().join(format!("sim-save-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("slow-database.toml");
-    let token = crate::replay::SLOW_DATABASE;
+    let path = dir.join("stale-release.toml");
+    let token = crate::replay::STALE_RELEASE;
     let (code, out, err) = sim(&["replay", token, "--save", path.to_str().unwrap()]);
-    assert_eq!(code, 1, "the replayed run violates LIVE-1: {out}{err}");
+    assert_eq!(code, 1, "the replayed run violates REL-1: {out}{err}");
     let scenario = retention_sim::Scenario::load(&path).unwrap();
     assert_eq!(
         scenario.run,
         retention_sim::report::parse_token(token).unwrap()
     );
-    assert_eq!(scenario.expect.violates, vec!["LIVE-1"]);
+    assert_eq!(scenario.expect.violates, vec!["REL-1"]);
     let (code, out, _) = sim(&["scenario", path.to_str().unwrap()]);
     assert_eq!(
         code, 0,
@@ -461,7 +461,7 @@ fn check_judges_a_recorded_history_file() {
                 "\"event\":\"stop_resolved\",\"caller\":1,\"y\"",
                 1,
             ),
-            "line 2: event",
+            "line 2, column 89: event",
         ),
     ];
     for (content, expected) in &damaged {
@@ -514,7 +514,7 @@ fn check_judges_a_recorded_history_file() {
     let (code, _, err) = sim(&["check", edited.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("edited.jsonl: line 2: not UTF-8 text"),
+        err.contains("edited.jsonl: line 2: not UTF-8 text: byte"),
         "{err}"
     );
 

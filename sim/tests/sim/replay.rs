@@ -111,14 +111,14 @@ fn worker_settings_are_checked_at_their_boundaries() {
     }
 }
 
-/// A database slower than the client's timeout: every delete times out, the
-/// term releases, and the late commit is refused, so the backlog never
-/// drains. The real worker stays safe, and LIVE-1 says it is not live.
-pub const SLOW_DATABASE: &str = r#"{"seed":5,"db_batch_ms_min":3000,"db_batch_ms_max":3000}"#;
+/// The stale-release variant on one replica: its release sends the lease it
+/// acquired, not the renewed one (REL-1). A small failing run to replay.
+pub const STALE_RELEASE: &str =
+    r#"{"seed":1,"replicas":1,"backlog_rows":625,"duration_ms":1875,"flaw":"stale-release"}"#;
 
 #[test]
 fn a_violation_round_trips_through_its_printed_replay_command() {
-    let spec = parse_token(SLOW_DATABASE).unwrap();
+    let spec = parse_token(STALE_RELEASE).unwrap();
     let history = Sim::new(&spec).run().unwrap();
     let verdict = check(&history);
     assert_eq!(
@@ -127,11 +127,11 @@ fn a_violation_round_trips_through_its_printed_replay_command() {
             .iter()
             .map(|v| v.clause)
             .collect::<Vec<_>>(),
-        vec!["LIVE-1"]
+        vec!["REL-1"]
     );
     let printed = format_failure(&spec, &history, &verdict);
     assert!(
-        printed.contains("LIVE-1 (seed 5): ") && printed.contains("> "),
+        printed.contains("REL-1 (seed 1): ") && printed.contains("> "),
         "{printed}"
     );
     let replayed = Sim::new(&parse_token(token_of(&printed)).unwrap())

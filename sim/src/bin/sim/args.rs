@@ -4,7 +4,7 @@
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use retention_sim::RunSpec;
-use retention_sim::model::{FaultEvent, FaultKnob, Flaw, Named, OpKind};
+use retention_sim::model::{EventFlag, FaultKnob, Flaw, Named, OpKind, set_fault_flag};
 use retention_sim::search::swarm;
 
 #[derive(Parser)]
@@ -217,60 +217,23 @@ pub fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
     }
     spec.flaw = args.flaw;
     for fault in &args.faults {
-        set_fault(&mut spec, fault)?;
+        set_fault_flag(&mut spec.faults, fault)?;
     }
     // Events drawn by --swarm come first; then one per event flag, in the
     // order below, so an invalid event can be named by its flag.
     let drawn = spec.events.len();
-    let flagged: Vec<String> = [
-        ("--pause", &args.pause),
-        ("--crash", &args.crash),
-        ("--stop", &args.stop),
-        ("--stop-during", &args.stop_during),
-        ("--hold-rows", &args.hold_rows),
-    ]
-    .into_iter()
-    .flat_map(|(flag, texts)| texts.iter().map(move |text| format!("{flag} {text}")))
-    .collect();
-    for text in &args.pause {
-        let [replica, at_ms, for_ms] = numbers::<3>("--pause", text)?;
-        spec.events.push(FaultEvent::Pause {
-            replica: small(replica)?,
-            at_ms,
-            for_ms,
-        });
-    }
-    for text in &args.crash {
-        let [replica, at_ms, restart_after_ms] = numbers::<3>("--crash", text)?;
-        spec.events.push(FaultEvent::Crash {
-            replica: small(replica)?,
-            at_ms,
-            restart_after_ms,
-        });
-    }
-    for text in &args.stop {
-        let with_callers = if text.matches(':').count() == 1 {
-            format!("{text}:1")
-        } else {
-            text.clone()
-        };
-        let [replica, at_ms, callers] = numbers::<3>("--stop", &with_callers)?;
-        spec.events.push(FaultEvent::Stop {
-            replica: small(replica)?,
-            at_ms,
-            callers: small(callers)?,
-        });
-    }
-    for text in &args.stop_during {
-        spec.events.push(parse_stop_during(text)?);
-    }
-    for text in &args.hold_rows {
-        let [at_ms, for_ms, rows] = numbers::<3>("--hold-rows", text)?;
-        spec.events.push(FaultEvent::HoldRows {
-            at_ms,
-            for_ms,
-            rows: small(rows)?,
-        });
+    let mut flagged = Vec::new();
+    for (flag, texts) in EventFlag::ALL.into_iter().zip([
+        &args.pause,
+        &args.crash,
+        &args.stop,
+        &args.stop_during,
+        &args.hold_rows,
+    ]) {
+        for text in texts {
+            spec.events.push(flag.parse(text)?);
+            flagged.push(format!("{} {text}", flag.flag()));
+        }
     }
     spec.validate().map_err(|error| {
         let flag = error
@@ -286,59 +249,4 @@ pub fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
         }
     })?;
     Ok(spec)
-}
-
-fn set_fault(spec: &mut RunSpec, text: &str) -> Result<(), String> {
-    let (name, value) = text
-        .split_once('=')
-        .ok_or_else(|| format!("--fault {text:?}: expected NAME=VALUE"))?;
-    let value: u64 = value
-        .parse()
-        .map_err(|_| format!("--fault {name}: {value:?} is not a non-negative integer"))?;
-    let knob = FaultKnob::from_name(name).map_err(|error| format!("--fault: {error}"))?;
-    spec.faults
-        .set(knob, value)
-        .map_err(|problem| format!("--fault faults.{knob}: {problem}"))
-}
-
-fn parse_stop_during(text: &str) -> Result<FaultEvent, String> {
-    let parts: Vec<&str> = text.split(':').collect();
-    if !(3..=4).contains(&parts.len()) {
-        return Err(format!(
-            "--stop-during {text:?}: expected REPLICA:OP:NTH[:CALLERS]"
-        ));
-    }
-    let op = OpKind::from_name(parts[1]).map_err(|error| format!("--stop-during: {error}"))?;
-    let number = |index: usize, default: u64| -> Result<u32, String> {
-        let Some(raw) = parts.get(index) else {
-            return small(default);
-        };
-        small(
-            raw.parse()
-                .map_err(|_| format!("--stop-during {text:?}: {raw:?} is not a number"))?,
-        )
-    };
-    Ok(FaultEvent::StopDuring {
-        replica: number(0, 0)?,
-        op,
-        nth: number(2, 1)?,
-        callers: number(3, 1)?,
-    })
-}
-
-fn numbers<const N: usize>(flag: &str, text: &str) -> Result<[u64; N], String> {
-    let values: Vec<u64> = text
-        .split(':')
-        .map(|part| {
-            part.parse()
-                .map_err(|_| format!("{flag} {text:?}: {part:?} is not a non-negative integer"))
-        })
-        .collect::<Result<_, _>>()?;
-    values
-        .try_into()
-        .map_err(|_| format!("{flag} {text:?}: expected {N} numbers separated by ':'"))
-}
-
-fn small(value: u64) -> Result<u32, String> {
-    u32::try_from(value).map_err(|_| format!("{value} is too large"))
 }

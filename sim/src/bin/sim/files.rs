@@ -1,8 +1,11 @@
 //! Writing files without losing any: a file that exists is replaced only
 //! with `--force`, and what is written goes to a temporary file beside the
-//! target, is checked there, and only then renamed into place.
+//! target, is checked there, and only then moved into place (linked when
+//! nothing may be replaced, so a file that appears meanwhile is kept).
 
 use std::path::{Path, PathBuf};
+
+use crate::interrupt;
 
 /// Writes `contents` to `path`, refusing to replace an existing file unless
 /// `force`; `check` reads the written text back before it takes the
@@ -20,17 +23,40 @@ pub fn write_checked(
         ));
     }
     let temporary = beside(path);
-    let written = std::fs::write(&temporary, contents)
-        .and_then(|()| std::fs::read_to_string(&temporary))
-        .map_err(|error| format!("{}: {error}", temporary.display()));
-    let checked = written.and_then(|text| check(&text));
-    if let Err(problem) = checked {
-        let _ = std::fs::remove_file(&temporary);
-        return Err(problem);
-    }
-    std::fs::rename(&temporary, path).map_err(|error| {
-        let _ = std::fs::remove_file(&temporary);
-        format!("{}: {error}", path.display())
+    interrupt::track(&temporary);
+    let result = write_then_place(&temporary, path, contents, force, check);
+    let _ = std::fs::remove_file(&temporary);
+    interrupt::untrack(&temporary);
+    result
+}
+
+fn write_then_place(
+    temporary: &Path,
+    path: &Path,
+    contents: &str,
+    force: bool,
+    check: impl FnOnce(&str) -> Result<(), String>,
+) -> Result<(), String> {
+    std::fs::write(temporary, contents)
+        .and_then(|()| std::fs::read_to_string(temporary))
+        .map_err(|error| format!("{}: {error}", temporary.display()))
+        .and_then(|text| check(&text))?;
+    let placed = if force {
+        std::fs::rename(temporary, path)
+    } else {
+        // A link fails if the target appeared since the check above, where
+        // a rename would silently replace it.
+        std::fs::hard_link(temporary, path).or_else(|error| match error.kind() {
+            std::io::ErrorKind::AlreadyExists => Err(error),
+            // A file system without links: the check above has to do.
+            _ => std::fs::rename(temporary, path),
+        })
+    };
+    placed.map_err(|error| match error.kind() {
+        std::io::ErrorKind::AlreadyExists => {
+            format!("{}: exists; pass --force to replace it", path.display())
+        }
+        _ => format!("{}: {error}", path.display()),
     })
 }
 

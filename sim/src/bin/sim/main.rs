@@ -1,13 +1,15 @@
 //! `sim`: run, sweep and replay simulations of the retention worker.
 //!
 //! Exit status: 0 when every run kept the contract, 1 when any violated it,
-//! 2 for bad input. `args.rs` holds the flags, `commands.rs` what each
-//! subcommand does, `files.rs` how a file is written without losing one,
-//! `output.rs` standard output that outlives a closed pipe.
+//! 2 for bad input, 130 when interrupted (Ctrl-C). `args.rs` holds the
+//! flags, `commands.rs` what each subcommand does, `files.rs` how a file is
+//! written without losing one, `output.rs` standard output that outlives a
+//! closed pipe, `interrupt.rs` what Ctrl-C does.
 
 mod args;
 mod commands;
 mod files;
+mod interrupt;
 mod output;
 
 use std::process::ExitCode;
@@ -21,6 +23,7 @@ use commands::{
 };
 
 fn main() -> ExitCode {
+    interrupt::install();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {

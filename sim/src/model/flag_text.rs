@@ -1,0 +1,150 @@
+//! The command line's short syntax for a fault event (`--pause R:AT:FOR`)
+//! and a fault knob (`--fault NAME=VALUE`), parsed here, in the library, so
+//! the fuzz tests reach the same code `sim run` does. Every error starts
+//! with the flag and quotes the text it refuses.
+
+use super::faults::{FaultConfig, FaultEvent};
+use super::names::{FaultKnob, OpKind};
+
+/// A command-line flag that adds one fault event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventFlag {
+    /// `--pause REPLICA:AT_MS:FOR_MS`.
+    Pause,
+    /// `--crash REPLICA:AT_MS:RESTART_MS`.
+    Crash,
+    /// `--stop REPLICA:AT_MS[:CALLERS]`.
+    Stop,
+    /// `--stop-during REPLICA:OP:NTH[:CALLERS]`.
+    StopDuring,
+    /// `--hold-rows AT_MS:FOR_MS:ROWS`.
+    HoldRows,
+}
+
+impl EventFlag {
+    /// Every event flag, in the order `sim run` adds their events.
+    pub const ALL: [EventFlag; 5] = [
+        EventFlag::Pause,
+        EventFlag::Crash,
+        EventFlag::Stop,
+        EventFlag::StopDuring,
+        EventFlag::HoldRows,
+    ];
+
+    /// The flag as typed, with its dashes.
+    pub fn flag(self) -> &'static str {
+        match self {
+            EventFlag::Pause => "--pause",
+            EventFlag::Crash => "--crash",
+            EventFlag::Stop => "--stop",
+            EventFlag::StopDuring => "--stop-during",
+            EventFlag::HoldRows => "--hold-rows",
+        }
+    }
+
+    /// The event `text` describes; its fields' ranges are the spec's to
+    /// judge (`RunSpec::validate`), this only reads the syntax.
+    pub fn parse(self, text: &str) -> Result<FaultEvent, String> {
+        let flag = self.flag();
+        Ok(match self {
+            EventFlag::Pause => {
+                let [replica, at_ms, for_ms] = numbers(flag, text)?;
+                FaultEvent::Pause {
+                    replica: small(flag, text, replica)?,
+                    at_ms,
+                    for_ms,
+                }
+            }
+            EventFlag::Crash => {
+                let [replica, at_ms, restart_after_ms] = numbers(flag, text)?;
+                FaultEvent::Crash {
+                    replica: small(flag, text, replica)?,
+                    at_ms,
+                    restart_after_ms,
+                }
+            }
+            EventFlag::Stop => {
+                let (replica, at_ms, callers) = if text.matches(':').count() == 1 {
+                    let [replica, at_ms] = numbers(flag, text)?;
+                    (replica, at_ms, 1)
+                } else {
+                    let [replica, at_ms, callers] = numbers(flag, text)?;
+                    (replica, at_ms, callers)
+                };
+                FaultEvent::Stop {
+                    replica: small(flag, text, replica)?,
+                    at_ms,
+                    callers: small(flag, text, callers)?,
+                }
+            }
+            EventFlag::StopDuring => stop_during(text)?,
+            EventFlag::HoldRows => {
+                let [at_ms, for_ms, rows] = numbers(flag, text)?;
+                FaultEvent::HoldRows {
+                    at_ms,
+                    for_ms,
+                    rows: small(flag, text, rows)?,
+                }
+            }
+        })
+    }
+}
+
+/// Sets the knob `text` (`NAME=VALUE`) names in `faults`.
+pub fn set_fault_flag(faults: &mut FaultConfig, text: &str) -> Result<(), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("--fault {text:?}: expected NAME=VALUE"))?;
+    let knob = FaultKnob::from_name(name).map_err(|error| format!("--fault: {error}"))?;
+    let value: u64 = value
+        .parse()
+        .map_err(|_| format!("--fault {name}: {value:?} is not a non-negative integer"))?;
+    faults
+        .set(knob, value)
+        .map_err(|problem| format!("--fault faults.{knob}: {problem}"))
+}
+
+fn stop_during(text: &str) -> Result<FaultEvent, String> {
+    let flag = EventFlag::StopDuring.flag();
+    let parts: Vec<&str> = text.split(':').collect();
+    if !(3..=4).contains(&parts.len()) {
+        return Err(format!(
+            "{flag} {text:?}: expected REPLICA:OP:NTH[:CALLERS]"
+        ));
+    }
+    let op = OpKind::from_name(parts[1]).map_err(|error| format!("{flag} {text:?}: {error}"))?;
+    let number = |index: usize, default: u32| -> Result<u32, String> {
+        let Some(raw) = parts.get(index) else {
+            return Ok(default);
+        };
+        let value = raw
+            .parse()
+            .map_err(|_| format!("{flag} {text:?}: {raw:?} is not a non-negative integer"))?;
+        small(flag, text, value)
+    };
+    Ok(FaultEvent::StopDuring {
+        replica: number(0, 0)?,
+        op,
+        nth: number(2, 1)?,
+        callers: number(3, 1)?,
+    })
+}
+
+fn numbers<const N: usize>(flag: &str, text: &str) -> Result<[u64; N], String> {
+    let values: Vec<u64> = text
+        .split(':')
+        .map(|part| {
+            part.parse()
+                .map_err(|_| format!("{flag} {text:?}: {part:?} is not a non-negative integer"))
+        })
+        .collect::<Result<_, _>>()?;
+    values
+        .try_into()
+        .map_err(|_| format!("{flag} {text:?}: expected {N} numbers separated by ':'"))
+}
+
+/// A count or replica number: anything past `u32` is refused here, the
+/// field's real range by the spec.
+fn small(flag: &str, text: &str, value: u64) -> Result<u32, String> {
+    u32::try_from(value).map_err(|_| format!("{flag} {text:?}: {value} is too large"))
+}
