@@ -89,7 +89,7 @@ fn bad_input_exits_2_naming_the_problem() {
         ),
         (
             &["run", "--duration-ms", "99999999999"],
-            "duration_ms: 99999999999 is not in 1..=3600000",
+            "--duration-ms: 99999999999 is not in 1..=3600000",
         ),
         (
             &["replay", r#"{"backlog_rows":4000000000}"#],
@@ -117,6 +117,46 @@ fn bad_input_exits_2_naming_the_problem() {
         (&["explore", "--seeds", "0"], "--seeds must be at least 1"),
         (&["explore", "--replicas", "6"], "--replicas: 6"),
         (&["frobnicate"], "unrecognized subcommand"),
+        // Found by a hostile pass over every subcommand.
+        (
+            &["explore", "--seeds", "1", "--jobs", "0"],
+            "--jobs: 0 is not in 1..=256",
+        ),
+        (
+            &["explore", "--seeds", "1", "--jobs", "1000000"],
+            "--jobs: 1000000 is not in 1..=256",
+        ),
+        (
+            &["explore", "--seeds", "5", "--start", "18446744073709551613"],
+            "seeds do not wrap",
+        ),
+        (
+            &["explore", "--seeds", "5", "--shard", "6/10"],
+            "--shard 6/10: of 5 seeds, shard 6 gets none",
+        ),
+        (
+            &[
+                "run",
+                "--fault",
+                "reject_permille=1",
+                "--fault",
+                "reject_permille=9",
+            ],
+            "--fault reject_permille: given twice",
+        ),
+        (
+            &["run", "--stop-during", "1:delete:18446744073709551615"],
+            "--stop-during \"1:delete:18446744073709551615\": 18446744073709551615 is too large",
+        ),
+        (
+            &["bench", "--streams", "18446744073709551615"],
+            "--streams: 18446744073709551615 is not in 1..=1000",
+        ),
+        (&["run", "--jsonl", "/"], "/: is a directory; not replaced"),
+        (
+            &["run", "--jsonl", "/nonexistent-folder/x.jsonl"],
+            "the folder /nonexistent-folder does not exist",
+        ),
     ];
     for (args, expected) in cases {
         let (code, _, err) = sim(args);
@@ -343,7 +383,7 @@ fn bench_reports_every_figure_as_json() {
         "overhead_ratio",
         "sim_to_wall_ratio",
         "rss_mb_after_1k",
-        "rss_mb_after_100k",
+        "rss_mb_after_memory_runs",
     ] {
         assert!(
             report[key].as_f64().is_some_and(|x| x > 0.0),
@@ -364,7 +404,7 @@ fn bench_reports_every_figure_as_json() {
     }
     let (code, _, err) = sim(&["bench", "--memory-runs", "10"]);
     assert_eq!(code, 2);
-    assert!(err.contains("memory runs at least 1000"), "{err}");
+    assert!(err.contains("--memory-runs: 10 is not in 1000..="), "{err}");
 }
 
 #[test]
@@ -530,4 +570,80 @@ fn check_judges_a_recorded_history_file() {
         "{err}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Ctrl-C ends a long sweep with 130, as shells report an interrupted
+/// command. The signal is sent once the handler is installed (Linux shows
+/// caught signals in /proc), so the test cannot race the start-up.
+#[test]
+fn an_interrupted_sweep_exits_130() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sim"))
+        .args(["explore", "--seeds", "100000000"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = format!("/proc/{}/status", child.id());
+    let catches_sigint = || {
+        let text = std::fs::read_to_string(&status).unwrap_or_default();
+        let mask = text
+            .lines()
+            .find_map(|line| line.strip_prefix("SigCgt:"))
+            .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok());
+        mask.is_some_and(|mask| mask & (1 << 1) != 0) // SIGINT is signal 2
+    };
+    let mut tries = 0;
+    while !catches_sigint() {
+        tries += 1;
+        assert!(tries < 2_000, "the handler was never installed");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("sim: interrupted"));
+}
+
+/// `sim scenario` reads every file, refusing the bad ones by name at the
+/// end (exit 2), and refuses a `--flaw` that contradicts a file's own.
+#[test]
+fn scenario_runs_every_file_and_refuses_a_conflicting_flaw() {
+    let dir = std::env::temp_dir().join(format!("sim-scenarios-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "name = \"bad\"\n").unwrap();
+    let good = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/stop-is-terminal.toml"
+    );
+    let (code, out, err) = sim(&["scenario", bad.to_str().unwrap(), good]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.contains("stop-is-terminal.toml: as expected"), "{out}");
+    assert!(err.contains("1 of 2 scenario files refused"), "{err}");
+    let flawed = dir.join("flawed.toml");
+    let finding = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/finding-2-stale-release.toml"
+    );
+    let text = std::fs::read_to_string(finding).unwrap();
+    let text = text
+        .replace("name = \"finding-2-stale-release\"", "name = \"flawed\"")
+        .replacen("[run]\n", "[run]\nflaw = \"stale-release\"\n", 1);
+    std::fs::write(&flawed, text).unwrap();
+    let (code, _, err) = sim(&[
+        "scenario",
+        "--flaw",
+        "moving-cutoff",
+        flawed.to_str().unwrap(),
+    ]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--flaw moving-cutoff conflicts with the file's own stale-release"),
+        "{err}"
+    );
 }

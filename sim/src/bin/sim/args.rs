@@ -35,8 +35,9 @@ pub enum Command {
         force: bool,
     },
     /// Shrinks a failing replay token: drops events, turns faults off,
-    /// moves settings to their defaults, removes replicas and shortens the
-    /// run while the same clause is still violated; prints the smallest.
+    /// moves settings to their defaults, removes replicas, shortens the run
+    /// and tries nearby seeds while the same clause is still violated;
+    /// prints the smallest (its token may name another seed).
     Shrink {
         /// The token (the JSON after `replay` in a failure message).
         token: String,
@@ -125,7 +126,7 @@ pub struct ExploreArgs {
     /// The first seed.
     #[arg(long, default_value_t = 0)]
     pub start: u64,
-    /// Threads.
+    /// Threads, 1-256 (no more are started than there are seeds).
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
     /// Draw each run's faults from its seed.
@@ -216,7 +217,16 @@ pub fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
         spec.duration_ms = duration_ms;
     }
     spec.flaw = args.flaw;
+    let mut named = std::collections::BTreeSet::new();
     for fault in &args.faults {
+        let name = fault
+            .split_once('=')
+            .map_or(fault.as_str(), |(name, _)| name);
+        if !named.insert(name) {
+            return Err(format!(
+                "--fault {name}: given twice; a knob takes one value"
+            ));
+        }
         set_fault_flag(&mut spec.faults, fault)?;
     }
     // Events drawn by --swarm come first; then one per event flag, in the
@@ -243,9 +253,16 @@ pub fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
             .and_then(|index| index.parse::<usize>().ok())
             .and_then(|index| index.checked_sub(drawn))
             .and_then(|index| flagged.get(index));
-        match flag {
-            Some(flag) => format!("{flag}: {} ({})", error.problem, error.field),
-            None => error.to_string(),
+        let field_flag = match error.field.as_str() {
+            "replicas" => Some("--replicas".to_owned()),
+            "duration_ms" => Some("--duration-ms".to_owned()),
+            field if field.starts_with("faults.") => Some(format!("--fault {field}")),
+            _ => None,
+        };
+        match (flag, field_flag) {
+            (Some(flag), _) => format!("{flag}: {} ({})", error.problem, error.field),
+            (None, Some(flag)) => format!("{flag}: {}", error.problem),
+            (None, None) => error.to_string(),
         }
     })?;
     Ok(spec)

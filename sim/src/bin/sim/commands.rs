@@ -42,6 +42,9 @@ pub fn run_one(
     } else {
         say!("{}", format_failure(spec, &history, &verdict));
         let clause = verdict.violations[0].clause;
+        // A long run shrinks for a while: say so where it cannot mix with
+        // the output.
+        eprintln!("sim: shrinking the {clause} failure (at most {SHRINK_RUNS} runs; Ctrl-C stops)");
         print_shrunk(&shrink(spec, clause, SHRINK_RUNS))?;
     }
     Ok(verdict.passed())
@@ -157,9 +160,30 @@ pub fn check_file(
     Ok(verdict.passed())
 }
 
+/// The most threads a sweep starts.
+const MAX_JOBS: usize = 256;
+
 pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
     if args.seeds == 0 {
         return Err("--seeds must be at least 1".into());
+    }
+    if args.start.checked_add(args.seeds - 1).is_none() {
+        return Err(format!(
+            "--start {} with --seeds {}: the last seed would pass {} (seeds do not wrap)",
+            args.start,
+            args.seeds,
+            u64::MAX
+        ));
+    }
+    let (shard, shards) = args.shard;
+    if shard > args.seeds {
+        return Err(format!(
+            "--shard {shard}/{shards}: of {} seeds, shard {shard} gets none",
+            args.seeds
+        ));
+    }
+    if !(1..=MAX_JOBS).contains(&args.jobs) {
+        return Err(format!("--jobs: {} is not in 1..={MAX_JOBS}", args.jobs));
     }
     if let Some(replicas) = args.replicas
         && !(1..=5).contains(&replicas)
@@ -169,7 +193,10 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
     let config = ExploreConfig {
         seeds: args.seeds,
         start: args.start,
-        jobs: args.jobs,
+        // More threads than seeds would only wait.
+        jobs: args
+            .jobs
+            .min(usize::try_from(args.seeds).unwrap_or(usize::MAX)),
         swarm: args.swarm,
         base: RunSpec {
             replicas: args.replicas.unwrap_or(3),
@@ -241,8 +268,29 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
 
 pub fn run_scenarios(files: &[std::path::PathBuf], flaw: Option<Flaw>) -> Result<bool, String> {
     let mut all_met = true;
+    let mut refused = Vec::new();
     for file in files {
-        let mut scenario = Scenario::load(file).map_err(|error| error.to_string())?;
+        let mut scenario = match Scenario::load(file) {
+            Ok(scenario) => scenario,
+            Err(error) => {
+                // Every file is still run; the refusals decide the status.
+                eprintln!("sim: {error}");
+                refused.push(file.display().to_string());
+                continue;
+            }
+        };
+        if let (Some(wanted), Some(own)) = (flaw, scenario.run.flaw)
+            && wanted != own
+        {
+            eprintln!(
+                "sim: {}: run.flaw: --flaw {} conflicts with the file's own {}",
+                file.display(),
+                wanted.name(),
+                own.name()
+            );
+            refused.push(file.display().to_string());
+            continue;
+        }
         scenario.run.flaw = flaw.or(scenario.run.flaw);
         let history = Sim::new(&scenario.run)
             .run()
@@ -269,6 +317,14 @@ pub fn run_scenarios(files: &[std::path::PathBuf], flaw: Option<Flaw>) -> Result
                 }
             }
         }
+    }
+    if !refused.is_empty() {
+        return Err(format!(
+            "{} of {} scenario files refused: {}",
+            refused.len(),
+            files.len(),
+            refused.join(", ")
+        ));
     }
     Ok(all_met)
 }
@@ -346,9 +402,20 @@ fn in_time_order(spec: &RunSpec) -> RunSpec {
 }
 
 pub fn run_bench(args: &BenchArgs) -> Result<bool, String> {
-    if args.rounds == 0 || args.runs_per_round == 0 || args.streams == 0 || args.memory_runs < 1_000
-    {
-        return Err("bench: rounds, runs per round and streams must be at least 1, memory runs at least 1000".into());
+    let ranges: [(&str, u64, std::ops::RangeInclusive<u64>); 4] = [
+        ("--rounds", args.rounds.into(), 1..=1_000),
+        ("--runs-per-round", args.runs_per_round, 1..=1_000_000),
+        ("--streams", args.streams, 1..=1_000),
+        ("--memory-runs", args.memory_runs, 1_000..=100_000_000),
+    ];
+    for (flag, value, range) in ranges {
+        if !range.contains(&value) {
+            return Err(format!(
+                "{flag}: {value} is not in {}..={}",
+                range.start(),
+                range.end()
+            ));
+        }
     }
     let config = BenchConfig {
         rounds: args.rounds,
@@ -358,12 +425,20 @@ pub fn run_bench(args: &BenchArgs) -> Result<bool, String> {
         ..BenchConfig::default()
     };
     let report = bench(&config, |stage| eprintln!("bench: {stage}..."));
+    let passed = report.real_worker_failed_seeds.is_empty();
     if args.json {
         say!(
             "{}",
             serde_json::to_string(&report).map_err(|error| error.to_string())?
         );
-        return Ok(true);
+        return Ok(passed);
+    }
+    for seed in &report.real_worker_failed_seeds {
+        let spec = retention_sim::search::standard(*seed);
+        say!(
+            "the real worker failed a speed run: {}",
+            replay_command(&spec)
+        );
     }
     say!("standard scenario: 3 replicas, 5,000-row backlog, swarm faults; one thread");
     say!(
@@ -374,9 +449,9 @@ pub fn run_bench(args: &BenchArgs) -> Result<bool, String> {
     );
     say!("  simulated/wall time {:.0}x", report.sim_to_wall_ratio);
     say!(
-        "  peak memory {:.1} MiB after 1,000 runs, {:.1} MiB after {}",
+        "  peak memory {:.1} MiB after 1,000 runs, {:.1} MiB after {} runs",
         report.rss_mb_after_1k,
-        report.rss_mb_after_100k,
+        report.rss_mb_after_memory_runs,
         report.memory_runs
     );
     say!(
@@ -395,5 +470,5 @@ pub fn run_bench(args: &BenchArgs) -> Result<bool, String> {
             s.misses
         );
     }
-    Ok(true)
+    Ok(passed)
 }

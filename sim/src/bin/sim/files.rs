@@ -16,10 +16,35 @@ pub fn write_checked(
     force: bool,
     check: impl FnOnce(&str) -> Result<(), String>,
 ) -> Result<(), String> {
-    if path.exists() && !force {
+    if let Ok(existing) = std::fs::symlink_metadata(path) {
+        let kind = existing.file_type();
+        if !kind.is_file() {
+            // --force replaces a file's contents, never a directory, a
+            // link, a device or a pipe with a file.
+            let what = if kind.is_dir() {
+                "a directory"
+            } else if kind.is_symlink() {
+                "a symbolic link (name its target instead)"
+            } else {
+                "not a regular file (a device, pipe or socket)"
+            };
+            return Err(format!("{}: is {what}; not replaced", path.display()));
+        }
+        if !force {
+            return Err(format!(
+                "{}: exists; pass --force to replace it",
+                path.display()
+            ));
+        }
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(parent) = parent
+        && !parent.is_dir()
+    {
         return Err(format!(
-            "{}: exists; pass --force to replace it",
-            path.display()
+            "{}: the folder {} does not exist",
+            path.display(),
+            parent.display()
         ));
     }
     let temporary = beside(path);
