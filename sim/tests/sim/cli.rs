@@ -577,7 +577,7 @@ fn check_judges_a_recorded_history_file() {
 /// caught signals in /proc), so the test cannot race the start-up.
 #[test]
 fn an_interrupted_sweep_exits_130() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sim"))
+    let child = Command::new(env!("CARGO_BIN_EXE_sim"))
         .args(["explore", "--seeds", "100000000"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
