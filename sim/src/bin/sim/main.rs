@@ -2,15 +2,17 @@
 //!
 //! Exit status: 0 when every run kept the contract, 1 when any violated it,
 //! 2 for bad input, 130 when interrupted (Ctrl-C). `args.rs` holds the
-//! flags, `commands.rs` what each subcommand does, `files.rs` how a file is
-//! written without losing one, `output.rs` standard output that outlives a
-//! closed pipe, `interrupt.rs` what Ctrl-C does.
+//! flags, `commands.rs` and `sweep.rs` what each subcommand does,
+//! `files.rs` how a file is written without losing one, `output.rs`
+//! standard output that outlives a closed pipe, `interrupt.rs` what Ctrl-C
+//! does.
 
 mod args;
 mod commands;
 mod files;
 mod interrupt;
 mod output;
+mod sweep;
 
 use std::process::ExitCode;
 
@@ -18,9 +20,8 @@ use clap::Parser;
 use retention_sim::report::parse_token;
 
 use args::{Cli, Command, build_spec};
-use commands::{
-    check_file, run_bench, run_explore, run_one, run_scenarios, save_scenario, shrink_token,
-};
+use commands::{check_file, run_one, run_scenarios, save_scenario, shrink_token};
+use sweep::{run_bench, run_explore};
 
 fn main() -> ExitCode {
     interrupt::install();
