@@ -151,6 +151,34 @@ impl Scenario {
                 return Err((field, "name the clauses the flaw must break".into()));
             }
         }
+        if self.description.trim().is_empty() {
+            return Err((
+                "description".into(),
+                "say what the scenario shows, for a reviewer".into(),
+            ));
+        }
+        for (list, ids) in [
+            ("clauses", &self.clauses),
+            ("expect.violates", &self.expect.violates),
+        ] {
+            if let Some(index) = (1..ids.len()).find(|&i| ids[..i].contains(&ids[i])) {
+                return Err((
+                    format!("{list}[{index}]"),
+                    format!("{:?} listed twice", ids[index]),
+                ));
+            }
+        }
+        if let Some(index) = self
+            .expect
+            .shows
+            .iter()
+            .position(|text| text.trim().is_empty())
+        {
+            return Err((
+                format!("expect.shows[{index}]"),
+                "empty text is in every timeline: it shows nothing".into(),
+            ));
+        }
         if self.clauses.is_empty() {
             return Err((
                 "clauses".into(),

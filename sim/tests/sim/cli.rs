@@ -154,6 +154,10 @@ fn bad_input_exits_2_naming_the_problem() {
         ),
         (&["run", "--jsonl", "/"], "/: is a directory; not replaced"),
         (
+            &["replay", "{\"seed\":1}", "--save", "/tmp/x.txt"],
+            "--save /tmp/x.txt: expected NAME.toml",
+        ),
+        (
             &["run", "--jsonl", "/nonexistent-folder/x.jsonl"],
             "the folder /nonexistent-folder does not exist",
         ),
@@ -479,7 +483,7 @@ fn check_judges_a_recorded_history_file() {
         ),
         (
             joined(&lines[..1]),
-            "incomplete: the history has no final event",
+            "a header and no events: nothing to judge",
         ),
         (joined(&repeated), "line 6: seq 3 where 4 comes next"),
         (joined(&swapped), "line 4: seq 3 where 2 comes next"),

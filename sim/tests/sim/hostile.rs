@@ -202,6 +202,23 @@ fn a_mistake_inside_an_event_table_names_its_entry_key_and_line() {
         assert_eq!(error.line, Some(line), "{error}");
         assert!(error.problem.contains(problem), "{error}");
     }
+    let base = "name = \"e\"\ndescription = \"x\"\nclauses = [\"STP-1\"]\n[run]\nseed = 1\n";
+    let silently_meaningless = [
+        (base.replace("\"x\"", "\"  \""), "description"),
+        (
+            base.replace("[\"STP-1\"]", "[\"STP-1\", \"STP-1\"]"),
+            "clauses[1]",
+        ),
+        (
+            format!("{base}[expect]\nshows = [\"FENCED\", \"\"]\n"),
+            "expect.shows[1]",
+        ),
+    ];
+    for (text, field) in silently_meaningless {
+        let error = Scenario::parse(path, &text).unwrap_err();
+        assert_eq!(error.field.as_deref(), Some(field), "{error}");
+        assert!(error.line.is_some(), "{error}");
+    }
     let missing =
         Scenario::parse(path, "name = \"e\"\nclauses = [\"STP-1\"]\n[run]\n").unwrap_err();
     assert_eq!(

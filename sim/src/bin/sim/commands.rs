@@ -89,6 +89,12 @@ pub fn check_file(
         None => format!("{}: {}", path.display(), error.problem),
     })?;
     let history = History::from_jsonl(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if history.events.is_empty() {
+        return Err(format!(
+            "{}: a header and no events: nothing to judge",
+            path.display()
+        ));
+    }
     let complete = history.is_complete();
     if !complete && !partial {
         return Err(format!(
@@ -205,10 +211,13 @@ pub fn run_scenarios(files: &[std::path::PathBuf], flaw: Option<Flaw>) -> Result
 /// failure found once stays a named regression.
 pub fn save_scenario(spec: &RunSpec, path: &std::path::Path, force: bool) -> Result<(), String> {
     let spec = &in_time_order(spec);
+    // `sim scenario` sweeps pick up `*.toml` only, and a scenario's name is
+    // its file's: `.toml` alone would name it nothing.
     let name = path
         .file_stem()
         .and_then(|stem| stem.to_str())
-        .ok_or_else(|| format!("{}: not a file name", path.display()))?;
+        .filter(|stem| path.extension().is_some_and(|ext| ext == "toml") && !stem.starts_with('.'))
+        .ok_or_else(|| format!("--save {}: expected NAME.toml", path.display()))?;
     let history = Sim::new(spec).run().map_err(|error| error.to_string())?;
     let verdict = check(&history);
     let mut violated: Vec<String> = verdict
