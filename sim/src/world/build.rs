@@ -66,7 +66,8 @@ const BATCH_SLACK_MS: u64 = 100;
 
 /// Whether a fault-free run can and must clear its backlog (LIVE-1): each
 /// batch's work fits inside the bounds that would cut it (the call
-/// timeout, and the statement timeout when on), and the run is long enough
+/// timeout, and the statement timeout when on) and inside the lease a
+/// renewal queued behind it renews, and the run is long enough
 /// for one term per `term_interval + jitter` plus its batches' average work
 /// to clear `term_row_cap` rows each time.
 fn drain_owed(spec: &RunSpec) -> bool {
@@ -75,7 +76,10 @@ fn drain_owed(spec: &RunSpec) -> bool {
         0 => spec.rpc_timeout_ms,
         statement_ms => statement_ms.min(spec.rpc_timeout_ms),
     };
-    let work_fits = spec.db_batch_ms_max + BATCH_SLACK_MS < cut_ms;
+    // A renewal sent while a batch works waits for its commit (the share
+    // lock): it must still land before the lease it renews expires.
+    let renewal_fits = w.renew_interval_ms + spec.db_batch_ms_max + BATCH_SLACK_MS < w.lease_ttl_ms;
+    let work_fits = spec.db_batch_ms_max + BATCH_SLACK_MS < cut_ms && renewal_fits;
     let rows = u64::from(spec.backlog_rows) + u64::from(spec.boundary_rows);
     let terms = rows.div_ceil(u64::from(w.term_row_cap)) + 1;
     let batches = u64::from(w.term_row_cap).div_ceil(u64::from(w.batch_size));

@@ -12,6 +12,10 @@ use retention_sim::{Sim, check, format_failure};
 use crate::files::write_checked;
 use crate::output::say;
 
+/// The most events a failing run may record and still be shrunk without
+/// being asked (a default run records a few hundred).
+const AUTO_SHRINK_EVENTS: usize = 200_000;
+
 pub fn run_one(
     spec: &RunSpec,
     jsonl: Option<&std::path::Path>,
@@ -36,10 +40,21 @@ pub fn run_one(
     } else {
         say!("{}", format_failure(spec, &history, &verdict));
         let clause = verdict.violations[0].clause;
-        // A long run shrinks for a while: say so where it cannot mix with
-        // the output.
-        eprintln!("sim: shrinking the {clause} failure (at most {SHRINK_RUNS} runs; Ctrl-C stops)");
-        print_shrunk(&shrink(spec, clause, SHRINK_RUNS))?;
+        if history.events.len() > AUTO_SHRINK_EVENTS {
+            // Shrinking replays the run up to SHRINK_RUNS times: for a run
+            // this large that is minutes to hours, so only on request.
+            eprintln!(
+                "sim: not shrinking automatically: the run recorded {} events; \
+                 `sim shrink TOKEN` shrinks it (at most {SHRINK_RUNS} runs)",
+                history.events.len()
+            );
+        } else {
+            // Say so where it cannot mix with the output.
+            eprintln!(
+                "sim: shrinking the {clause} failure (at most {SHRINK_RUNS} runs; Ctrl-C stops)"
+            );
+            print_shrunk(&shrink(spec, clause, SHRINK_RUNS))?;
+        }
     }
     Ok(verdict.passed())
 }
