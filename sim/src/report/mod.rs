@@ -1,11 +1,13 @@
-//! What people read and write: the text timeline, the one failure
-//! formatter and its replay token, scenario files (read bounded, `input.rs`),
-//! and the scenario report that snapshots hold. Uses `model` and `checker`.
+//! What people read and write: the text timeline and its swimlane picture
+//! (`svg/`), the one failure formatter and its replay token, scenario files
+//! (read bounded, `input.rs`), and the scenario report that snapshots hold.
+//! Uses `model` and `checker`.
 
 mod failure;
 mod input;
 mod scenario;
 mod scenario_report;
+mod svg;
 mod timeline;
 mod toml_location;
 
@@ -13,4 +15,5 @@ pub use failure::{excerpt, format_failure, parse_token, replay_command, replay_t
 pub use input::{HISTORY_LIMIT_BYTES, InputError, SCENARIO_LIMIT_BYTES, read_text};
 pub use scenario::{Expect, Scenario, ScenarioError, scenario_files};
 pub use scenario_report::{describe_run, scenario_report, term_footers};
+pub use svg::swimlanes;
 pub use timeline::TIMELINE_COLUMNS;

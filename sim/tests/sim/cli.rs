@@ -651,3 +651,66 @@ fn scenario_runs_every_file_and_refuses_a_conflicting_flaw() {
         "{err}"
     );
 }
+
+/// `--svg` on run, replay, check and scenario writes the swimlane picture,
+/// checked as XML, under the same no-replace rule as every other file.
+#[test]
+fn svg_pictures_come_from_every_subcommand_that_runs_or_reads_a_history() {
+    let dir = std::env::temp_dir().join(format!("sim-svg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let (code, _, err) = sim(&[
+        "run",
+        "--seed",
+        "1",
+        "--svg",
+        &file("run.svg"),
+        "--jsonl",
+        &file("run.jsonl"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let run_svg = std::fs::read_to_string(dir.join("run.svg")).unwrap();
+    assert!(run_svg.starts_with("<svg ") && run_svg.ends_with("</svg>\n"));
+    let (code, _, err) = sim(&["check", &file("run.jsonl"), "--svg", &file("check.svg")]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("check.svg")).unwrap(),
+        run_svg,
+        "the history draws the same picture"
+    );
+    let (code, _, err) = sim(&[
+        "replay",
+        crate::replay::STALE_RELEASE,
+        "--svg",
+        &file("fail.svg"),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        std::fs::read_to_string(dir.join("fail.svg"))
+            .unwrap()
+            .contains("VIOLATED: REL-1")
+    );
+    let (code, _, err) = sim(&["run", "--seed", "2", "--svg", &file("run.svg")]);
+    assert_eq!(code, 2);
+    assert!(err.contains("exists; pass --force"), "{err}");
+    let scenarios = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/");
+    let (one, two) = (
+        format!("{scenarios}stop-is-terminal.toml"),
+        format!("{scenarios}two-stops-at-once.toml"),
+    );
+    let (code, _, err) = sim(&["scenario", &one, &two, "--svg", &file("x.svg")]);
+    assert_eq!(code, 2);
+    assert!(err.contains("name an existing folder"), "{err}");
+    let (code, _, err) = sim(&["scenario", &one, &two, "--svg", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let stored = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../snapshots/two-stops-at-once.svg"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("two-stops-at-once.svg")).unwrap(),
+        std::fs::read_to_string(stored).unwrap(),
+        "the command draws the snapshot's picture"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

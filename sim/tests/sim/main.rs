@@ -14,6 +14,7 @@ mod hostile;
 mod model;
 mod mutate;
 mod names;
+mod pictures;
 mod properties;
 mod replay;
 mod scenarios;

@@ -1,11 +1,12 @@
 //! Every file in `scenarios/` runs, meets its expectation and matches its
-//! snapshot in `snapshots/`; bad files are refused with file, line and field.
+//! snapshots in `snapshots/` (the text report and the swimlane picture);
+//! bad files are refused with file, line and field.
 
 use std::path::{Path, PathBuf};
 
 use retention_sim::checker::CLAUSES;
 use retention_sim::model::Flaw;
-use retention_sim::report::{scenario_files, scenario_report};
+use retention_sim::report::{scenario_files, scenario_report, swimlanes};
 use retention_sim::{RunSpec, Scenario, Sim, check, format_failure};
 
 fn scenarios_dir() -> PathBuf {
@@ -22,6 +23,34 @@ fn assert_snapshot(name: &str, description: &str, report: String) {
     }, {
         insta::assert_snapshot!(name.to_owned(), report);
     });
+}
+
+/// Compares `svg` with `snapshots/<name>.svg`, the picture a reviewer sees
+/// change in a pull request. As with insta: `INSTA_UPDATE=always` writes
+/// it; otherwise a difference writes `<name>.svg.new` beside it and is
+/// returned as a problem.
+fn check_picture(name: &str, svg: &str) -> Result<(), String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../snapshots/{name}.svg"));
+    let stored = std::fs::read_to_string(&path).ok();
+    if stored.as_deref() == Some(svg) {
+        return Ok(());
+    }
+    if std::env::var("INSTA_UPDATE").is_ok_and(|v| v == "always") {
+        std::fs::write(&path, svg).expect("write the picture");
+        return Ok(());
+    }
+    let new = path.with_extension("svg.new");
+    std::fs::write(&new, svg).expect("write the new picture");
+    Err(format!(
+        "{}: the picture {} (the new one is {}; INSTA_UPDATE=always accepts it)",
+        path.display(),
+        if stored.is_some() {
+            "changed"
+        } else {
+            "is missing"
+        },
+        new.display()
+    ))
 }
 
 fn load_all() -> Vec<Scenario> {
@@ -48,6 +77,9 @@ fn every_scenario_meets_its_expectation_and_matches_its_snapshot() {
             unmet.push(format!("{}:\n{problems}\n{failure}", scenario.name));
         }
         assert_snapshot(&scenario.name, scenario.description.trim(), report);
+        if let Err(problem) = check_picture(&scenario.name, &swimlanes(&history, &verdict)) {
+            unmet.push(problem);
+        }
     }
     assert!(
         unmet.is_empty(),

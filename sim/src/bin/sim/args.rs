@@ -30,7 +30,10 @@ pub enum Command {
         /// Also save the run as a scenario file (its name is the file name).
         #[arg(long, value_name = "scenarios/NAME.toml")]
         save: Option<std::path::PathBuf>,
-        /// Replace the `--save` file if it exists.
+        /// Also draw the run as an SVG swimlane picture in this file.
+        #[arg(long, value_name = "FILE.svg")]
+        svg: Option<std::path::PathBuf>,
+        /// Replace the `--save` or `--svg` file if it exists.
         #[arg(long)]
         force: bool,
     },
@@ -62,6 +65,12 @@ pub enum Command {
         /// Print every violation (default: the first 10 of each clause).
         #[arg(long)]
         all: bool,
+        /// Also draw the history as an SVG swimlane picture in this file.
+        #[arg(long, value_name = "FILE.svg")]
+        svg: Option<std::path::PathBuf>,
+        /// Replace the `--svg` file if it exists.
+        #[arg(long)]
+        force: bool,
     },
     /// Runs scenario files and checks each one's expected outcome.
     Scenario {
@@ -71,6 +80,13 @@ pub enum Command {
         /// Run the flawed variant instead and check `expect.flaws` for it.
         #[arg(long, value_parser = named::<Flaw>())]
         flaw: Option<Flaw>,
+        /// Also draw each run as an SVG swimlane picture: this file for one
+        /// scenario, `DIR/NAME.svg` for several (DIR must exist).
+        #[arg(long, value_name = "FILE.svg|DIR")]
+        svg: Option<std::path::PathBuf>,
+        /// Replace `--svg` files that exist.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -110,7 +126,10 @@ pub struct RunArgs {
     /// Also write the history as JSON lines to this file.
     #[arg(long)]
     pub jsonl: Option<std::path::PathBuf>,
-    /// Replace the `--jsonl` file if it exists.
+    /// Also draw the run as an SVG swimlane picture in this file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub svg: Option<std::path::PathBuf>,
+    /// Replace the `--jsonl` or `--svg` file if it exists.
     #[arg(long)]
     pub force: bool,
     /// Run the flawed variant with this review finding.

@@ -2,12 +2,15 @@
 //! scenario); `sweep.rs` has the many-run ones. Each returns whether every
 //! run kept the contract, or a message for bad input.
 
+use retention_sim::checker::Verdict;
 use retention_sim::model::{Flaw, History, RunSpec};
+use retention_sim::report::swimlanes;
 use retention_sim::report::{
     Expect, HISTORY_LIMIT_BYTES, Scenario, excerpt, read_text, replay_command, scenario_report,
 };
 use retention_sim::search::{SHRINK_RUNS, Shrunk, shrink, violated_clause};
 use retention_sim::{Sim, check, format_failure};
+use std::path::Path;
 
 use crate::files::write_checked;
 use crate::output::say;
@@ -16,14 +19,35 @@ use crate::output::say;
 /// being asked (a default run records a few hundred).
 const AUTO_SHRINK_EVENTS: usize = 200_000;
 
-pub fn run_one(
-    spec: &RunSpec,
-    jsonl: Option<&std::path::Path>,
+/// Files a run's results go to, besides standard output.
+pub struct Outputs<'a> {
+    /// The history as JSON lines.
+    pub jsonl: Option<&'a Path>,
+    /// The swimlane picture.
+    pub svg: Option<&'a Path>,
+    /// Replace files that exist.
+    pub force: bool,
+}
+
+/// Writes the swimlane picture of `history` to `path`, checked to parse as
+/// XML before it takes the target's place.
+pub fn write_svg(
+    path: &Path,
+    history: &History,
+    verdict: &Verdict,
     force: bool,
-) -> Result<bool, String> {
+) -> Result<(), String> {
+    write_checked(path, &swimlanes(history, verdict), force, |text| {
+        roxmltree::Document::parse(text)
+            .map(|_| ())
+            .map_err(|error| format!("{}: the picture is not valid XML: {error}", path.display()))
+    })
+}
+
+pub fn run_one(spec: &RunSpec, outputs: &Outputs<'_>) -> Result<bool, String> {
     let history = Sim::new(spec).run().map_err(|error| error.to_string())?;
-    if let Some(path) = jsonl {
-        write_checked(path, &history.to_jsonl(), force, |text| {
+    if let Some(path) = outputs.jsonl {
+        write_checked(path, &history.to_jsonl(), outputs.force, |text| {
             History::from_jsonl(text).map(|_| ()).map_err(|error| {
                 format!(
                     "{}: the history would not read back: {error}",
@@ -33,6 +57,9 @@ pub fn run_one(
         })?;
     }
     let verdict = check(&history);
+    if let Some(path) = outputs.svg {
+        write_svg(path, &history, &verdict, outputs.force)?;
+    }
     say!("{}", history.timeline());
     say!("verdict for seed {}:\n{}", spec.seed, verdict.summary());
     if verdict.passed() {
@@ -98,6 +125,8 @@ pub fn check_file(
     timeline: bool,
     partial: bool,
     all: bool,
+    svg: Option<&Path>,
+    force: bool,
 ) -> Result<bool, String> {
     let text = read_text(path, HISTORY_LIMIT_BYTES).map_err(|error| match error.line {
         Some(line) => format!("{}: line {line}: {}", path.display(), error.problem),
@@ -129,6 +158,9 @@ pub fn check_file(
             NEED_THE_END.join(", ")
         );
     }
+    if let Some(path) = svg {
+        write_svg(path, &history, &verdict, force)?;
+    }
     if timeline {
         say!("{}", history.timeline());
     }
@@ -159,7 +191,22 @@ pub fn check_file(
     Ok(verdict.passed())
 }
 
-pub fn run_scenarios(files: &[std::path::PathBuf], flaw: Option<Flaw>) -> Result<bool, String> {
+pub fn run_scenarios(
+    files: &[std::path::PathBuf],
+    flaw: Option<Flaw>,
+    svg: Option<&Path>,
+    force: bool,
+) -> Result<bool, String> {
+    if let Some(path) = svg
+        && files.len() > 1
+        && !path.is_dir()
+    {
+        return Err(format!(
+            "--svg {}: with {} scenario files, name an existing folder for their pictures",
+            path.display(),
+            files.len()
+        ));
+    }
     let mut all_met = true;
     let mut refused = Vec::new();
     for file in files {
@@ -189,6 +236,14 @@ pub fn run_scenarios(files: &[std::path::PathBuf], flaw: Option<Flaw>) -> Result
             .run()
             .map_err(|error| error.to_string())?;
         let verdict = check(&history);
+        if let Some(path) = svg {
+            let target = if path.is_dir() {
+                path.join(format!("{}.svg", scenario.name))
+            } else {
+                path.to_owned()
+            };
+            write_svg(&target, &history, &verdict, force)?;
+        }
         say!("{}", scenario_report(&scenario, &history, &verdict));
         let judged = match flaw {
             Some(flaw) => scenario.judge_flawed(flaw, &verdict),

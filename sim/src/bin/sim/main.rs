@@ -20,7 +20,7 @@ use clap::Parser;
 use retention_sim::report::parse_token;
 
 use args::{Cli, Command, build_spec};
-use commands::{check_file, run_one, run_scenarios, save_scenario, shrink_token};
+use commands::{Outputs, check_file, run_one, run_scenarios, save_scenario, shrink_token};
 use sweep::{run_bench, run_explore};
 
 fn main() -> ExitCode {
@@ -34,18 +34,38 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Run(args) => {
-            build_spec(&args).and_then(|spec| run_one(&spec, args.jsonl.as_deref(), args.force))
+            let outputs = Outputs {
+                jsonl: args.jsonl.as_deref(),
+                svg: args.svg.as_deref(),
+                force: args.force,
+            };
+            build_spec(&args).and_then(|spec| run_one(&spec, &outputs))
         }
-        Command::Replay { token, save, force } => parse_token(&token).and_then(|spec| {
+        Command::Replay {
+            token,
+            save,
+            svg,
+            force,
+        } => parse_token(&token).and_then(|spec| {
             if let Some(path) = save {
                 save_scenario(&spec, &path, force)?;
             }
-            run_one(&spec, None, force)
+            let outputs = Outputs {
+                jsonl: None,
+                svg: svg.as_deref(),
+                force,
+            };
+            run_one(&spec, &outputs)
         }),
         Command::Shrink { token, budget } => {
             parse_token(&token).and_then(|spec| shrink_token(&spec, budget))
         }
-        Command::Scenario { files, flaw } => run_scenarios(&files, flaw),
+        Command::Scenario {
+            files,
+            flaw,
+            svg,
+            force,
+        } => run_scenarios(&files, flaw, svg.as_deref(), force),
         Command::Explore(args) => run_explore(&args),
         Command::Bench(args) => run_bench(&args),
         Command::Check {
@@ -53,7 +73,9 @@ fn main() -> ExitCode {
             timeline,
             partial,
             all,
-        } => check_file(&history, timeline, partial, all),
+            svg,
+            force,
+        } => check_file(&history, timeline, partial, all, svg.as_deref(), force),
     };
     match result {
         Ok(passed) => ExitCode::from(if passed { 0 } else { 1 }),

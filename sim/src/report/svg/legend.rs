@@ -1,0 +1,75 @@
+//! The legend under the lanes: what each colour and mark means.
+
+use super::canvas::Canvas;
+
+/// The legend's height.
+pub const HEIGHT: f64 = 84.0;
+
+/// Draws the legend with its top at `y`.
+pub fn draw(canvas: &mut Canvas, y: f64) {
+    canvas.open_group("legend");
+    let mut x = 12.0;
+    canvas.text(x, y + 12.0, "key", "calls:");
+    x += 44.0;
+    for (class, label) in [
+        ("ok", "ok"),
+        ("null", "null lease"),
+        ("refused", "refused"),
+        ("fenced", "fenced"),
+        ("ambiguous", "ambiguous"),
+        ("timedout", "timed out"),
+        ("open", "never answered"),
+    ] {
+        canvas.line(
+            (x, y + 8.0),
+            (x + 22.0, y + 8.0),
+            &format!("call {class}"),
+            Some(class),
+            None,
+        );
+        canvas.text(x + 26.0, y + 12.0, "small", label);
+        x += 30.0 + 6.0 * label.len() as f64;
+    }
+    let y = y + 26.0;
+    let mut x = 12.0;
+    canvas.text(x, y + 12.0, "key", "marks:");
+    x += 44.0;
+    canvas.rect((x, y + 3.0, 22.0, 10.0), "bar", None);
+    canvas.text(
+        x + 26.0,
+        y + 12.0,
+        "small",
+        "lease a replica believes it holds (#token)",
+    );
+    x += 220.0;
+    canvas.rect((x, y + 3.0, 22.0, 10.0), "pause", None);
+    canvas.text(x + 26.0, y + 12.0, "small", "paused");
+    x += 70.0;
+    canvas.rect((x, y + 3.0, 22.0, 10.0), "crash", None);
+    canvas.text(x + 26.0, y + 12.0, "small", "crashed");
+    x += 74.0;
+    canvas.path(&format!("M{},{}l-4,-6h8z", x + 4.0, y + 11.0), "stop", None);
+    canvas.text(x + 12.0, y + 12.0, "small", "stop() called / resolved");
+    x += 130.0;
+    canvas.circle((x + 4.0, y + 8.0), 3.5, "ok", None);
+    canvas.text(x + 12.0, y + 12.0, "small", "grant");
+    x += 50.0;
+    canvas.rect((x, y + 3.0, 22.0, 10.0), "commit", None);
+    canvas.text(x + 26.0, y + 12.0, "small", "delete, fence to commit");
+    x += 140.0;
+    canvas.line((x, y + 8.0), (x + 22.0, y + 8.0), "wait", None, None);
+    canvas.text(x + 26.0, y + 12.0, "small", "waits for the lease row");
+    x += 140.0;
+    canvas.rect((x, y + 3.0, 22.0, 10.0), "held", None);
+    canvas.text(x + 26.0, y + 12.0, "small", "rows held by another client");
+    let y = y + 22.0;
+    canvas.circle((18.0, y + 6.0), 6.0, "violation", None);
+    canvas.text(
+        30.0,
+        y + 10.0,
+        "small",
+        "an event of a violation, with its clause; x: refused, stale fence (purple), \
+         rolled back (orange), aborted (red); hover a mark for its timeline line",
+    );
+    canvas.close_group();
+}

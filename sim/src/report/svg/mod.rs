@@ -1,0 +1,64 @@
+//! A history as an SVG swimlane picture: one lane per replica, one for the
+//! lease service, one for the database, simulated time along x. Its parts:
+//! `scale.rs` maps time to x and picks the ticks, `canvas.rs` writes the
+//! elements (every mark with a `<title>`: the timeline line it stands for),
+//! `lanes.rs` draws the replicas' lanes and `services.rs` the lease
+//! service's and the database's, `legend.rs` explains the marks.
+//! The output is a pure function of the history and verdict: byte-identical
+//! for the same seed.
+
+mod canvas;
+mod lanes;
+mod legend;
+mod scale;
+mod services;
+
+use crate::checker::Verdict;
+use crate::model::History;
+
+use canvas::Canvas;
+use lanes::Layout;
+use scale::Scale;
+
+/// The picture's width in pixels (it scales when zoomed: it is vector).
+const WIDTH: f64 = 1200.0;
+/// Where the plot starts, after the lane names.
+const PLOT_LEFT: f64 = 120.0;
+/// Space right of the plot.
+const PLOT_RIGHT_MARGIN: f64 = 30.0;
+/// Space above the first lane: the title and the time axis.
+const TOP: f64 = 54.0;
+
+/// The swimlane picture of `history`, with `verdict`'s violations marked.
+pub fn swimlanes(history: &History, verdict: &Verdict) -> String {
+    let end_ms = history
+        .events
+        .iter()
+        .map(|e| e.at_ms)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let scale = Scale::new(0, end_ms, PLOT_LEFT, WIDTH - PLOT_RIGHT_MARGIN);
+    let layout = Layout::new(history.header.replicas, TOP);
+    let height = layout.bottom() + legend::HEIGHT;
+    let mut canvas = Canvas::new(WIDTH, height);
+    let title = format!(
+        "seed {} - {} replicas - {} events - {}",
+        history.header.seed,
+        history.header.replicas,
+        history.events.len(),
+        if verdict.passed() {
+            "every clause kept".to_owned()
+        } else {
+            let mut clauses: Vec<&str> = verdict.violations.iter().map(|v| v.clause).collect();
+            clauses.dedup();
+            format!("VIOLATED: {}", clauses.join(", "))
+        }
+    );
+    canvas.text(PLOT_LEFT, 18.0, "title", &title);
+    scale.axis(&mut canvas, TOP - 8.0, layout.bottom());
+    lanes::draw(&mut canvas, history, &scale, &layout);
+    lanes::violations(&mut canvas, history, verdict, &scale, &layout);
+    legend::draw(&mut canvas, layout.bottom() + 8.0);
+    canvas.finish()
+}

@@ -1,0 +1,128 @@
+//! The lease service's lane (grants with their tokens, refusals,
+//! revocations, releases, statements waiting for the lease row's lock) and
+//! the database's (each committed delete as a bar from its fence to its
+//! commit with its rows and token, stale fences, rollbacks, another
+//! client's row locks, the server's aborts).
+
+use std::collections::BTreeMap;
+
+use super::canvas::{Canvas, n};
+use super::scale::Scale;
+use crate::model::{Actor, EventKind, History};
+
+/// Draws both service lanes; `lease_y` and `db_y` are their tops.
+pub fn draw(
+    canvas: &mut Canvas,
+    history: &History,
+    scale: &Scale,
+    lease_y: f64,
+    db_y: f64,
+    height: f64,
+) {
+    canvas.rect((0.0, lease_y, scale.right() + 30.0, height), "band", None);
+    canvas.text(8.0, lease_y + 16.0, "lane", "lease");
+    canvas.text(8.0, db_y + 16.0, "lane", "database");
+    let end_ms = history.events.iter().map(|e| e.at_ms).max().unwrap_or(0);
+    // A lease statement's wait, from `waits` to its outcome.
+    let mut waiting: BTreeMap<u64, (i64, usize)> = BTreeMap::new();
+    let mut last_label_x = f64::MIN;
+    for (seq, event) in history.events.iter().enumerate() {
+        let title = history.timeline_line(seq);
+        let x = scale.x(event.at_ms);
+        let y = match event.actor {
+            Actor::Lease => lease_y,
+            Actor::Db => db_y,
+            _ => continue,
+        };
+        let settled =
+            |waiting: &mut BTreeMap<u64, (i64, usize)>, canvas: &mut Canvas, call: u64| {
+                if let Some((from, at)) = waiting.remove(&call) {
+                    let wait_title = format!("{}\n{}", history.timeline_line(at), title);
+                    canvas.line(
+                        (scale.x(from), lease_y + 44.0),
+                        (x, lease_y + 44.0),
+                        "wait",
+                        None,
+                        Some(&wait_title),
+                    );
+                }
+            };
+        match &event.kind {
+            EventKind::Granted { call, lease } => {
+                settled(&mut waiting, canvas, *call);
+                canvas.circle((x, y + 30.0), 3.5, "ok", Some(&title));
+                if x - last_label_x > 16.0 {
+                    canvas.text(x - 5.0, y + 24.0, "small", &format!("#{}", lease.token));
+                    last_label_x = x;
+                }
+            }
+            EventKind::Refused { call, .. } => {
+                settled(&mut waiting, canvas, *call);
+                cross(canvas, (x, y + 30.0), "refused", &title);
+            }
+            EventKind::Revoked { call, .. } => {
+                settled(&mut waiting, canvas, *call);
+                let d = format!("M{},{}l4,4l-4,4l-4,-4z", n(x), n(y + 26.0));
+                canvas.path(&d, "ambiguous", Some(&title));
+            }
+            EventKind::Released { call, cleared, .. } => {
+                settled(&mut waiting, canvas, *call);
+                let class = if *cleared { "ok" } else { "null" };
+                canvas.rect((x - 3.0, y + 33.0, 6.0, 6.0), class, Some(&title));
+            }
+            EventKind::LockWait { call, .. } => {
+                waiting.insert(*call, (event.at_ms, seq));
+            }
+            EventKind::Aborted { call, .. } => {
+                settled(&mut waiting, canvas, *call);
+                cross(canvas, (x, y + 40.0), "ambiguous", &title);
+            }
+            EventKind::Deleted {
+                fenced_at_ms,
+                rows,
+                token,
+                ..
+            } => {
+                let x0 = scale.x(*fenced_at_ms);
+                canvas.rect((x0, y + 26.0, x - x0, 12.0), "commit", Some(&title));
+                let label = if x - x0 > 34.0 {
+                    format!("{} #{token}", rows.len())
+                } else {
+                    rows.len().to_string()
+                };
+                if x - x0 > 16.0 {
+                    canvas.text(x0 + 2.0, y + 35.5, "small", &label);
+                }
+            }
+            EventKind::Fenced { .. } => cross(canvas, (x, y + 32.0), "fenced", &title),
+            EventKind::RolledBack { .. } => cross(canvas, (x, y + 46.0), "refused", &title),
+            EventKind::RowsHeld { for_ms, .. } => {
+                let until = event
+                    .at_ms
+                    .saturating_add(i64::try_from(*for_ms).unwrap_or(i64::MAX));
+                let x1 = scale.x(until.min(end_ms));
+                canvas.rect((x, y + 4.0, x1 - x, height - 8.0), "held", Some(&title));
+            }
+            _ => {}
+        }
+    }
+    for (_, (from, at)) in waiting {
+        let title = format!(
+            "{}\n(still waiting when the run ended)",
+            history.timeline_line(at)
+        );
+        canvas.line(
+            (scale.x(from), lease_y + 44.0),
+            (scale.x(end_ms), lease_y + 44.0),
+            "wait",
+            None,
+            Some(&title),
+        );
+    }
+}
+
+/// An x mark centred at (x, y).
+fn cross(canvas: &mut Canvas, (x, y): (f64, f64), class: &str, title: &str) {
+    let d = format!("M{},{}l6,6m0,-6l-6,6", n(x - 3.0), n(y - 3.0));
+    canvas.path(&d, &format!("mark {class}"), Some(title));
+}
