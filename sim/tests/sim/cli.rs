@@ -714,3 +714,71 @@ fn svg_pictures_come_from_every_subcommand_that_runs_or_reads_a_history() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `explore --report DIR` writes a page that works offline: every link
+/// resolves to an anchor on it or a file beside it, nothing is fetched, and
+/// the picture in it parses.
+#[test]
+fn explore_report_writes_a_self_contained_page() {
+    let dir = std::env::temp_dir().join(format!("sim-report-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let report = dir.to_str().unwrap();
+    let args = [
+        "explore",
+        "--seeds",
+        "40",
+        "--swarm",
+        "--flaw",
+        "stale-release",
+        "--report",
+        report,
+    ];
+    let (code, _, err) = sim(&args);
+    assert_eq!(code, 1, "{err}");
+    let page = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    for needle in ["<script", "<link", "src=", "@import", "url(http"] {
+        assert!(
+            !page.contains(needle),
+            "the page fetches something: {needle}"
+        );
+    }
+    let external = page.matches("http").count();
+    assert_eq!(
+        external,
+        page.matches("http://www.w3.org/2000/svg").count(),
+        "only the SVG namespace"
+    );
+    for link in page
+        .split("href=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+    {
+        match link.strip_prefix('#') {
+            Some(anchor) => assert!(
+                page.contains(&format!("id=\"{anchor}\"")),
+                "no anchor {link}"
+            ),
+            None => assert!(
+                dir.join(link).is_file(),
+                "{link} does not exist beside the page"
+            ),
+        }
+    }
+    let start = page.find("<svg ").expect("the picture is inline");
+    let end = page.find("</svg>").unwrap() + "</svg>".len();
+    roxmltree::Document::parse(&page[start..end]).expect("the inline picture is XML");
+    assert!(
+        page.contains("replay &#39;") || page.contains("replay '"),
+        "the replay command"
+    );
+    assert!(page.contains("REL-1"));
+    let (code, _, err) = sim(&args);
+    assert_eq!(code, 2, "a second report does not replace the first");
+    assert!(err.contains("exists; pass --force"), "{err}");
+    let clean = ["explore", "--seeds", "5", "--report", report, "--force"];
+    let (code, _, err) = sim(&clean);
+    assert_eq!(code, 0, "{err}");
+    let page = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(page.contains("No run failed."));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -164,6 +164,13 @@ pub struct ExploreArgs {
     /// machines split one sweep: seeds whose index is I-1 modulo N.
     #[arg(long, value_name = "I/N", value_parser = parse_shard, default_value = "1/1")]
     pub shard: (u64, u64),
+    /// Also write a report page, DIR/index.html: the summary, the coverage
+    /// table and the first failure's replay command, picture and timeline.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<std::path::PathBuf>,
+    /// Replace the report's files if they exist.
+    #[arg(long)]
+    pub force: bool,
 }
 
 fn parse_shard(text: &str) -> Result<(u64, u64), String> {

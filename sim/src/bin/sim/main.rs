@@ -5,13 +5,14 @@
 //! flags, `commands.rs` and `sweep.rs` what each subcommand does,
 //! `files.rs` how a file is written without losing one, `output.rs`
 //! standard output that outlives a closed pipe, `interrupt.rs` what Ctrl-C
-//! does.
+//! does, `page.rs` the sweep's report page.
 
 mod args;
 mod commands;
 mod files;
 mod interrupt;
 mod output;
+mod page;
 mod sweep;
 
 use std::process::ExitCode;

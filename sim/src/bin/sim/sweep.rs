@@ -1,5 +1,5 @@
 //! What the many-run subcommands do: `explore` (a sweep, with its coverage
-//! table) and `bench`. Each returns whether every run kept the contract, or
+//! table and, with `--report`, the page `page.rs` writes) and `bench`. Each returns whether every run kept the contract, or
 //! a message for bad input.
 
 use std::io::IsTerminal;
@@ -75,6 +75,10 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
     let shrunk = summary.first_failure.as_ref().and_then(|(spec, _)| {
         violated_clause(spec).map(|clause| shrink(spec, clause, SHRINK_RUNS))
     });
+    if let Some(dir) = &args.report {
+        let command = std::env::args().collect::<Vec<_>>().join(" ");
+        crate::page::write_report(dir, &command, &summary, shrunk.as_ref(), args.force)?;
+    }
     if args.json {
         let json = serde_json::json!({
             "runs": summary.runs,
