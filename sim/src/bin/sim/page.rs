@@ -43,9 +43,9 @@ pub fn write_report(
         escape(&title),
         escape(command)
     );
-    let _ = write!(
+    let _ = writeln!(
         page,
-        "<p>{:.0} runs/s, simulated/wall time {:.0}x (these two depend on the machine).</p>\n",
+        "<p>{:.0} runs/s, simulated/wall time {:.0}x (these two depend on the machine).</p>",
         summary.runs_per_sec(),
         summary.sim_to_wall_ratio()
     );
