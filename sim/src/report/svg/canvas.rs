@@ -18,6 +18,7 @@ text{font-family:DejaVu Sans,Arial,Helvetica,sans-serif;font-size:10px;fill:#222
 .held{fill:#e08000;opacity:0.2}.wait{stroke:#e08000;stroke-width:1;stroke-dasharray:2 2;fill:none}\
 .commit{fill:#9fd39f;stroke:#2a8a2a;stroke-width:0.6}\
 .stop{fill:#222}.mark{stroke-width:1.2}\
+.hit{stroke:#fff;stroke-opacity:0;stroke-width:8;pointer-events:stroke}\
 .violation{fill:none;stroke:#d01010;stroke-width:2}.clause{fill:#d01010;font-weight:bold}";
 
 /// An SVG document being written.
@@ -80,7 +81,9 @@ impl Canvas {
         self.close("rect", title);
     }
 
-    /// A line; with `arrow`, ending in the class's arrow head.
+    /// A line; with `arrow`, ending in the class's arrow head. A line with
+    /// a tooltip gets an invisible wide twin in its group, so a thin arrow
+    /// zoomed into stays easy to point at.
     pub fn line(
         &mut self,
         from: (f64, f64),
@@ -89,6 +92,22 @@ impl Canvas {
         arrow: Option<&str>,
         title: Option<&str>,
     ) {
+        match title {
+            Some(title) => {
+                let _ = write!(self.out, "<g><title>{}</title>", escape(title));
+                self.bare_line(from, to, "hit", None);
+                self.out.push_str("/>");
+                self.bare_line(from, to, class, arrow);
+                self.out.push_str("/></g>\n");
+            }
+            None => {
+                self.bare_line(from, to, class, arrow);
+                self.out.push_str("/>\n");
+            }
+        }
+    }
+
+    fn bare_line(&mut self, from: (f64, f64), to: (f64, f64), class: &str, arrow: Option<&str>) {
         let _ = write!(
             self.out,
             "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" class=\"{class}\"",
@@ -100,7 +119,6 @@ impl Canvas {
         if let Some(head) = arrow {
             let _ = write!(self.out, " marker-end=\"url(#head-{head})\"");
         }
-        self.close("line", title);
     }
 
     /// A circle of radius `r`.
