@@ -50,9 +50,9 @@ fn render(svg: &str, name: &str) -> PathBuf {
         inked > 5_000,
         "{name}: the picture is nearly blank ({inked} inked pixels)"
     );
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/pictures");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{name}.png"));
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../target/pictures/{name}.png"));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     pixmap.save_png(&path).expect("write the PNG");
     path
 }
@@ -176,6 +176,24 @@ fn a_swarm_run_with_every_fault_renders() {
         roxmltree::Document::parse(&svg).expect("the picture is XML");
         render(&svg, &format!("swarm-seed-{seed}"));
     }
+}
+
+/// Every scenario's stored picture renders (the PNGs land in
+/// `target/pictures/snapshots/`, to look through).
+#[test]
+fn every_snapshot_picture_renders() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut rendered = 0;
+    for entry in std::fs::read_dir(root.join("snapshots")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|ext| ext == "svg") {
+            let svg = std::fs::read_to_string(&path).unwrap();
+            let name = path.file_stem().unwrap().to_str().unwrap();
+            render(&svg, &format!("snapshots/{name}"));
+            rendered += 1;
+        }
+    }
+    assert!(rendered >= 40, "only {rendered} pictures");
 }
 
 /// The pictures `scenarios/README.md` shows inline render, and every image

@@ -49,7 +49,7 @@ impl Canvas {
             let _ = write!(
                 out,
                 "<marker id=\"head-{class}\" viewBox=\"0 0 6 6\" refX=\"6\" refY=\"3\" \
-                 markerWidth=\"5\" markerHeight=\"5\" orient=\"auto\">\
+                 markerWidth=\"3.5\" markerHeight=\"3.5\" orient=\"auto\">\
                  <path d=\"M0,0L6,3L0,6z\" class=\"{class}\"/></marker>"
             );
         }
