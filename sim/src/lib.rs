@@ -31,8 +31,8 @@
 //!    `model`, `db`, `calls`.
 //! 6. [`subject`]: the worker under test (the real one, the flawed variant)
 //!    and [`Sim`], the one way to run a world. Uses `model`, `world`.
-//! 7. [`report`]: the timeline, [`format_failure`], scenario files and the
-//!    scenario report. Uses `model`, `checker`.
+//! 7. [`report`]: the timeline and its swimlane picture, [`format_failure`],
+//!    scenario files and the scenario report. Uses `model`, `checker`.
 //! 8. [`search`]: swarm plans, `explore`, the property suite, the
 //!    benchmark. Uses all of the above.
 //!

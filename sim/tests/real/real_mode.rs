@@ -106,6 +106,11 @@ fn judge(history: &History, seed: u64) {
         panic!("real mode, seed {seed}: the history is not valid: {problem}");
     }
     let verdict = check(history);
+    // A real run's history draws as any other (a reviewer's picture of it).
+    let picture = retention_sim::report::swimlanes(history, &verdict);
+    if let Err(error) = roxmltree::Document::parse(&picture) {
+        panic!("real mode, seed {seed}: the picture is not XML: {error}");
+    }
     let saved = std::env::temp_dir().join(format!("real-mode-seed-{seed}.jsonl"));
     std::fs::write(&saved, history.to_jsonl()).expect("save the history");
     let mut failure = String::new();
