@@ -673,9 +673,8 @@ fn svg_pictures_come_from_every_subcommand_that_runs_or_reads_a_history() {
     assert!(run_svg.starts_with("<svg ") && run_svg.ends_with("</svg>\n"));
     let (code, _, err) = sim(&["check", &file("run.jsonl"), "--svg", &file("check.svg")]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(
-        std::fs::read_to_string(dir.join("check.svg")).unwrap(),
-        run_svg,
+    assert!(
+        std::fs::read_to_string(dir.join("check.svg")).unwrap() == run_svg,
         "the history draws the same picture"
     );
     let (code, _, err) = sim(&[
@@ -707,9 +706,9 @@ fn svg_pictures_come_from_every_subcommand_that_runs_or_reads_a_history() {
         env!("CARGO_MANIFEST_DIR"),
         "/../snapshots/two-stops-at-once.svg"
     );
-    assert_eq!(
-        std::fs::read_to_string(dir.join("two-stops-at-once.svg")).unwrap(),
-        std::fs::read_to_string(stored).unwrap(),
+    assert!(
+        std::fs::read_to_string(dir.join("two-stops-at-once.svg")).unwrap()
+            == std::fs::read_to_string(stored).unwrap(),
         "the command draws the snapshot's picture"
     );
     std::fs::remove_dir_all(&dir).unwrap();

@@ -18,6 +18,7 @@ text{font-family:DejaVu Sans,Arial,Helvetica,sans-serif;font-size:10px;fill:#222
 .held{fill:#e08000;opacity:0.2}.wait{stroke:#e08000;stroke-width:1;stroke-dasharray:2 2;fill:none}\
 .commit{fill:#9fd39f;stroke:#2a8a2a;stroke-width:0.6}\
 .stop{fill:#222}.mark{stroke-width:1.2}\
+.fold{stroke:#888;fill:none;stroke-width:1}.folded{fill:#888;opacity:0.08}\
 .hit{stroke:#fff;stroke-opacity:0;stroke-width:8;pointer-events:stroke}\
 .violation{fill:none;stroke:#d01010;stroke-width:2}.clause{fill:#d01010;font-weight:bold}";
 

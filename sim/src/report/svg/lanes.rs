@@ -86,13 +86,14 @@ pub fn outcome_class(outcome: &Outcome) -> &'static str {
     }
 }
 
-/// Draws every lane of `history`.
-pub fn draw(canvas: &mut Canvas, history: &History, scale: &Scale, layout: &Layout) {
-    let end_ms = history.events.iter().map(|e| e.at_ms).max().unwrap_or(0);
+/// The lanes' backgrounds and names (drawn first, under the time axis's
+/// grid), with each replica's clock skew when it has one.
+pub fn backgrounds(canvas: &mut Canvas, history: &History, scale: &Scale, layout: &Layout) {
+    let width = scale.right() + 30.0;
     for n in 1..=history.header.replicas {
         let y = layout.replica(n);
         if n % 2 == 1 {
-            canvas.rect((0.0, y, scale.right() + 30.0, REPLICA_LANE), "band", None);
+            canvas.rect((0.0, y, width, REPLICA_LANE), "band", None);
         }
         canvas.text(8.0, y + 16.0, "lane", &format!("r{n}"));
         let skew = history
@@ -105,6 +106,14 @@ pub fn draw(canvas: &mut Canvas, history: &History, scale: &Scale, layout: &Layo
             canvas.text(8.0, y + 30.0, "small", &format!("clock {skew:+} ms"));
         }
     }
+    canvas.rect((0.0, layout.lease(), width, SERVICE_LANE), "band", None);
+    canvas.text(8.0, layout.lease() + 16.0, "lane", "lease");
+    canvas.text(8.0, layout.db() + 16.0, "lane", "database");
+}
+
+/// Draws what every event of `history` shows, lane by lane.
+pub fn draw(canvas: &mut Canvas, history: &History, scale: &Scale, layout: &Layout) {
+    let end_ms = history.events.iter().map(|e| e.at_ms).max().unwrap_or(0);
     spans(canvas, history, scale, layout, end_ms);
     beliefs(canvas, history, scale, layout, end_ms);
     calls(canvas, history, scale, layout, end_ms);

@@ -31,14 +31,8 @@ const TOP: f64 = 54.0;
 
 /// The swimlane picture of `history`, with `verdict`'s violations marked.
 pub fn swimlanes(history: &History, verdict: &Verdict) -> String {
-    let end_ms = history
-        .events
-        .iter()
-        .map(|e| e.at_ms)
-        .max()
-        .unwrap_or(0)
-        .max(1);
-    let scale = Scale::new(0, end_ms, PLOT_LEFT, WIDTH - PLOT_RIGHT_MARGIN);
+    let times: Vec<i64> = history.events.iter().map(|e| e.at_ms).collect();
+    let scale = Scale::new(&times, PLOT_LEFT, WIDTH - PLOT_RIGHT_MARGIN);
     let layout = Layout::new(history.header.replicas, TOP);
     let height = layout.bottom() + legend::HEIGHT;
     let mut canvas = Canvas::new(WIDTH, height);
@@ -56,6 +50,7 @@ pub fn swimlanes(history: &History, verdict: &Verdict) -> String {
         }
     );
     canvas.text(PLOT_LEFT, 18.0, "title", &title);
+    lanes::backgrounds(&mut canvas, history, &scale, &layout);
     scale.axis(&mut canvas, TOP - 8.0, layout.bottom());
     lanes::draw(&mut canvas, history, &scale, &layout);
     lanes::violations(&mut canvas, history, verdict, &scale, &layout);

@@ -19,9 +19,6 @@ pub fn draw(
     db_y: f64,
     height: f64,
 ) {
-    canvas.rect((0.0, lease_y, scale.right() + 30.0, height), "band", None);
-    canvas.text(8.0, lease_y + 16.0, "lane", "lease");
-    canvas.text(8.0, db_y + 16.0, "lane", "database");
     let end_ms = history.events.iter().map(|e| e.at_ms).max().unwrap_or(0);
     // A lease statement's wait, from `waits` to its outcome.
     let mut waiting: BTreeMap<u64, (i64, usize)> = BTreeMap::new();
