@@ -1,8 +1,8 @@
 //! The lanes and what each event draws in them: in a replica's lane the
 //! lease it believes it holds (a bar labelled with its token), each call as
 //! an arrow from invoke to reply coloured by outcome, pauses and crashes as
-//! shaded spans, stop calls and resolutions as markers; the service lanes
-//! are `services.rs`. Every mark's tooltip is its timeline line.
+//! shaded spans, stop calls and resolutions as markers, each term's end
+//! with how it ended; the service lanes are `services.rs`. Every mark's tooltip is its timeline line.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +10,7 @@ use super::canvas::Canvas;
 use super::scale::Scale;
 use super::services;
 use crate::checker::Verdict;
-use crate::model::{Actor, EventKind, FailureKind, History, OpKind, Outcome};
+use crate::model::{Actor, EventKind, FailureKind, History, OpKind, Outcome, TermEndRec};
 
 /// A replica lane's height.
 const REPLICA_LANE: f64 = 74.0;
@@ -76,14 +76,18 @@ pub fn outcome_class(outcome: &Outcome) -> &'static str {
         Outcome::Failed { kind, detail } => match kind {
             FailureKind::Rejected => "refused",
             FailureKind::Fenced => "fenced",
-            FailureKind::Ambiguous
-                if detail.contains("timed out") || detail.contains("timeout") =>
-            {
-                "timedout"
-            }
+            FailureKind::Ambiguous if timed_out(detail) => "timedout",
             FailureKind::Ambiguous | FailureKind::Protocol => "ambiguous",
         },
     }
+}
+
+/// Whether a failure's detail says the caller stopped waiting (the
+/// simulator's "no reply within", the adapters' "no answer ... within").
+fn timed_out(detail: &str) -> bool {
+    ["no reply within", "no answer", "timed out", "timeout"]
+        .iter()
+        .any(|words| detail.contains(words))
 }
 
 /// The lanes' backgrounds and names (drawn first, under the time axis's
@@ -307,6 +311,7 @@ fn calls(canvas: &mut Canvas, history: &History, scale: &Scale, layout: &Layout,
 /// Stop calls (down triangles) and their resolutions (up triangles), and
 /// each term's end (a tick on the belief row).
 fn markers(canvas: &mut Canvas, history: &History, scale: &Scale, layout: &Layout) {
+    let mut last_label_x: BTreeMap<u32, f64> = BTreeMap::new();
     for (seq, event) in history.events.iter().enumerate() {
         let Actor::Replica(n) = event.actor else {
             continue;
@@ -330,11 +335,31 @@ fn markers(canvas: &mut Canvas, history: &History, scale: &Scale, layout: &Layou
                 );
                 canvas.path(&d, "stop", Some(&title));
             }
-            EventKind::TermEnded { .. } => {
+            EventKind::TermEnded { end, .. } => {
+                let name = term_end_name(end);
+                if !name.is_empty() && x - last_label_x.get(&n).copied().unwrap_or(f64::MIN) > 44.0
+                {
+                    canvas.text(x + 2.0, y + 17.0, "small", name);
+                    last_label_x.insert(n, x);
+                }
                 canvas.line((x, y + 6.0), (x, y + 22.0), "mark null", None, Some(&title));
             }
             _ => {}
         }
+    }
+}
+
+/// How a term ended, in a word (none for a term that never acquired: most
+/// replicas' most terms, which would only crowd the lane).
+fn term_end_name(end: &TermEndRec) -> &'static str {
+    match end {
+        TermEndRec::NotAcquired => "",
+        TermEndRec::AcquireFailed(_) => "acquire failed",
+        TermEndRec::Completed => "completed",
+        TermEndRec::Capped => "capped",
+        TermEndRec::LeadershipLost(_) => "lost",
+        TermEndRec::Stopped => "stopped",
+        TermEndRec::DeleteFailed(_) => "delete failed",
     }
 }
 

@@ -3,7 +3,7 @@
 use super::canvas::Canvas;
 
 /// The legend's height.
-pub const HEIGHT: f64 = 84.0;
+pub const HEIGHT: f64 = 104.0;
 
 /// Draws the legend with its top at `y`.
 pub fn draw(canvas: &mut Canvas, y: f64) {
@@ -63,13 +63,53 @@ pub fn draw(canvas: &mut Canvas, y: f64) {
     canvas.rect((x, y + 3.0, 22.0, 10.0), "held", None);
     canvas.text(x + 26.0, y + 12.0, "small", "rows held by another client");
     let y = y + 22.0;
+    let mut x = 56.0;
+    canvas.rect((x, y + 5.0, 22.0, 6.0), "life", None);
+    canvas.text(
+        x + 26.0,
+        y + 12.0,
+        "small",
+        "a lease's life at the service, grant to expiry or replacement",
+    );
+    x += 290.0;
+    canvas.rect((x + 8.0, y + 5.0, 6.0, 6.0), "ok", None);
+    canvas.rect((x + 16.0, y + 5.0, 6.0, 6.0), "null", None);
+    canvas.text(
+        x + 26.0,
+        y + 12.0,
+        "small",
+        "release (grey: cleared nothing)",
+    );
+    x += 170.0;
+    canvas.line(
+        (x + 11.0, y + 2.0),
+        (x + 11.0, y + 14.0),
+        "mark null",
+        None,
+        None,
+    );
+    canvas.text(
+        x + 16.0,
+        y + 12.0,
+        "small",
+        "a term's end, with how it ended",
+    );
+    x += 170.0;
+    canvas.text(
+        x,
+        y + 12.0,
+        "small",
+        "arrow rows in a replica's lane: acquire and release, renew, delete",
+    );
+    let y = y + 20.0;
     canvas.circle((18.0, y + 6.0), 6.0, "violation", None);
     canvas.text(
         30.0,
         y + 10.0,
         "small",
         "an event of a violation, with its clause; x: refused, stale fence (purple), \
-         rolled back (orange), aborted (red); hover a mark for its timeline line",
+         rolled back (orange), aborted (red); a folded break: time with nothing in it; \
+         hover a mark for its timeline line",
     );
     canvas.close_group();
 }

@@ -49,7 +49,12 @@ pub fn swimlanes(history: &History, verdict: &Verdict) -> String {
             format!("VIOLATED: {}", clauses.join(", "))
         }
     );
-    canvas.text(PLOT_LEFT, 18.0, "title", &title);
+    let class = if verdict.passed() {
+        "title"
+    } else {
+        "title failing"
+    };
+    canvas.text(PLOT_LEFT, 18.0, class, &title);
     lanes::backgrounds(&mut canvas, history, &scale, &layout);
     scale.axis(&mut canvas, TOP - 8.0, layout.bottom());
     lanes::draw(&mut canvas, history, &scale, &layout);

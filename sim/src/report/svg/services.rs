@@ -1,5 +1,6 @@
-//! The lease service's lane (grants with their tokens, refusals,
-//! revocations, releases, statements waiting for the lease row's lock) and
+//! The lease service's lane (grants with their tokens, each lease's life to
+//! its expiry, refusals, revocations, releases, statements waiting for the
+//! lease row's lock) and
 //! the database's (each committed delete as a bar from its fence to its
 //! commit with its rows and token, stale fences, rollbacks, another
 //! client's row locks, the server's aborts).
@@ -20,6 +21,7 @@ pub fn draw(
     height: f64,
 ) {
     let end_ms = history.events.iter().map(|e| e.at_ms).max().unwrap_or(0);
+    lease_lives(canvas, history, scale, lease_y, end_ms);
     // A lease statement's wait, from `waits` to its outcome.
     let mut waiting: BTreeMap<u64, (i64, usize)> = BTreeMap::new();
     let mut last_label_x = f64::MIN;
@@ -36,8 +38,8 @@ pub fn draw(
                 if let Some((from, at)) = waiting.remove(&call) {
                     let wait_title = format!("{}\n{}", history.timeline_line(at), title);
                     canvas.line(
-                        (scale.x(from), lease_y + 44.0),
-                        (x, lease_y + 44.0),
+                        (scale.x(from), lease_y + 32.0),
+                        (x, lease_y + 32.0),
                         "wait",
                         None,
                         Some(&wait_title),
@@ -47,32 +49,32 @@ pub fn draw(
         match &event.kind {
             EventKind::Granted { call, lease } => {
                 settled(&mut waiting, canvas, *call);
-                canvas.circle((x, y + 30.0), 3.5, "ok", Some(&title));
+                canvas.circle((x, y + 22.0), 3.5, "ok", Some(&title));
                 if x - last_label_x > 16.0 {
-                    canvas.text(x - 5.0, y + 24.0, "small", &format!("#{}", lease.token));
+                    canvas.text(x - 5.0, y + 15.0, "small", &format!("#{}", lease.token));
                     last_label_x = x;
                 }
             }
             EventKind::Refused { call, .. } => {
                 settled(&mut waiting, canvas, *call);
-                cross(canvas, (x, y + 30.0), "refused", &title);
+                cross(canvas, (x, y + 22.0), "refused", &title);
             }
             EventKind::Revoked { call, .. } => {
                 settled(&mut waiting, canvas, *call);
-                let d = format!("M{},{}l4,4l-4,4l-4,-4z", n(x), n(y + 26.0));
+                let d = format!("M{},{}l4,4l-4,4l-4,-4z", n(x), n(y + 18.0));
                 canvas.path(&d, "ambiguous", Some(&title));
             }
             EventKind::Released { call, cleared, .. } => {
                 settled(&mut waiting, canvas, *call);
                 let class = if *cleared { "ok" } else { "null" };
-                canvas.rect((x - 3.0, y + 33.0, 6.0, 6.0), class, Some(&title));
+                canvas.rect((x - 3.0, y + 19.0, 6.0, 6.0), class, Some(&title));
             }
             EventKind::LockWait { call, .. } => {
                 waiting.insert(*call, (event.at_ms, seq));
             }
             EventKind::Aborted { call, .. } => {
                 settled(&mut waiting, canvas, *call);
-                cross(canvas, (x, y + 40.0), "ambiguous", &title);
+                cross(canvas, (x, y + 32.0), "ambiguous", &title);
             }
             EventKind::Deleted {
                 fenced_at_ms,
@@ -109,8 +111,8 @@ pub fn draw(
             history.timeline_line(at)
         );
         canvas.line(
-            (scale.x(from), lease_y + 44.0),
-            (scale.x(end_ms), lease_y + 44.0),
+            (scale.x(from), lease_y + 32.0),
+            (scale.x(end_ms), lease_y + 32.0),
             "wait",
             None,
             Some(&title),
@@ -122,4 +124,65 @@ pub fn draw(
 fn cross(canvas: &mut Canvas, (x, y): (f64, f64), class: &str, title: &str) {
     let d = format!("M{},{}l6,6m0,-6l-6,6", n(x - 3.0), n(y - 3.0));
     canvas.path(&d, &format!("mark {class}"), Some(title));
+}
+
+/// Each granted lease's life on the lease service's clock: from its grant
+/// to its expiry, or to the grant, release or revocation that replaced it
+/// sooner; labelled with its token and holder. Where a bar stops short of
+/// the next grant, the lease expired with nobody holding it.
+fn lease_lives(canvas: &mut Canvas, history: &History, scale: &Scale, lease_y: f64, end_ms: i64) {
+    let mut live: Option<(i64, i64, String, u64, usize)> = None;
+    let draw = |canvas: &mut Canvas,
+                (from, expires, owner, token, seq): (i64, i64, String, u64, usize),
+                cut: i64| {
+        let to = expires.min(cut).min(end_ms).max(from);
+        let (x0, x1) = (scale.x(from), scale.x(to));
+        let how = if expires <= cut {
+            "expires"
+        } else {
+            "replaced"
+        };
+        let title = format!(
+            "#{token} held by {owner} from {from} ms, {how} at {} ms\n{}",
+            expires.min(cut),
+            history.timeline_line(seq)
+        );
+        canvas.rect((x0, lease_y + 38.0, x1 - x0, 6.0), "life", Some(&title));
+        if x1 - x0 > 40.0 {
+            canvas.text(
+                x0 + 2.0,
+                lease_y + 52.0,
+                "small",
+                &format!("#{token} {owner}"),
+            );
+        }
+    };
+    for (seq, event) in history.events.iter().enumerate() {
+        if event.actor != Actor::Lease {
+            continue;
+        }
+        match &event.kind {
+            EventKind::Granted { lease, .. } => {
+                if let Some(previous) = live.take() {
+                    draw(canvas, previous, event.at_ms);
+                }
+                live = Some((
+                    event.at_ms,
+                    lease.expires_at_ms,
+                    lease.owner.clone(),
+                    lease.token,
+                    seq,
+                ));
+            }
+            EventKind::Released { cleared: true, .. } | EventKind::Revoked { .. } => {
+                if let Some(previous) = live.take() {
+                    draw(canvas, previous, event.at_ms);
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(last) = live {
+        draw(canvas, last, i64::MAX);
+    }
 }
