@@ -16,7 +16,8 @@ text{font-family:DejaVu Sans,Arial,Helvetica,sans-serif;font-size:10px;fill:#222
 .call{stroke-width:1.6;fill:none}\
 .pause{fill:#999;opacity:0.25}.crash{fill:#d01010;opacity:0.15}\
 .held{fill:#e08000;opacity:0.2}.wait{stroke:#e08000;stroke-width:1;stroke-dasharray:2 2;fill:none}\
-.life{fill:#4a7fc0;opacity:0.35;stroke:#fff;stroke-width:1}.failing{fill:#d01010}\
+.uncommitted{fill:none;stroke:#e08000;stroke-width:0.8;stroke-dasharray:3 2}\
+.stale{fill:#8a2be2}.life{fill:#4a7fc0;opacity:0.35;stroke:#fff;stroke-width:1}.failing{fill:#d01010}\
 .commit{fill:#9fd39f;stroke:#2a8a2a;stroke-width:0.6}\
 .stop{fill:#222}.mark{stroke-width:1.2}\
 .fold{stroke:#888;fill:none;stroke-width:1}.folded{fill:#888;opacity:0.08}\

@@ -312,6 +312,7 @@ fn calls(canvas: &mut Canvas, history: &History, scale: &Scale, layout: &Layout,
 /// each term's end (a tick on the belief row).
 fn markers(canvas: &mut Canvas, history: &History, scale: &Scale, layout: &Layout) {
     let mut last_label_x: BTreeMap<u32, f64> = BTreeMap::new();
+    let mut stops_drawn: std::collections::BTreeSet<(u32, bool, i64)> = Default::default();
     for (seq, event) in history.events.iter().enumerate() {
         let Actor::Replica(n) = event.actor else {
             continue;
@@ -319,21 +320,44 @@ fn markers(canvas: &mut Canvas, history: &History, scale: &Scale, layout: &Layou
         let (x, y) = (scale.x(event.at_ms), layout.replica(n));
         let title = history.timeline_line(seq);
         match &event.kind {
-            EventKind::StopCalled { .. } => {
-                let d = format!(
-                    "M{},{}l-4,-6h8z",
-                    super::canvas::n(x),
-                    super::canvas::n(y + 8.0)
-                );
-                canvas.path(&d, "stop", Some(&title));
-            }
-            EventKind::StopResolved { .. } => {
-                let d = format!(
-                    "M{},{}l-4,6h8z",
-                    super::canvas::n(x),
-                    super::canvas::n(y + 20.0)
-                );
-                canvas.path(&d, "stop", Some(&title));
+            EventKind::StopCalled { .. } | EventKind::StopResolved { .. } => {
+                let called = matches!(event.kind, EventKind::StopCalled { .. });
+                // Callers at the same instant share one marker, counted.
+                let key = (n, called, event.at_ms);
+                if !stops_drawn.insert(key) {
+                    continue;
+                }
+                let same: Vec<usize> = (seq..history.events.len())
+                    .take_while(|&i| history.events[i].at_ms == event.at_ms)
+                    .filter(|&i| {
+                        let other = &history.events[i];
+                        other.actor == event.actor
+                            && matches!(other.kind, EventKind::StopCalled { .. }) == called
+                            && matches!(
+                                other.kind,
+                                EventKind::StopCalled { .. } | EventKind::StopResolved { .. }
+                            )
+                    })
+                    .collect();
+                let lines: Vec<String> = same.iter().map(|&i| history.timeline_line(i)).collect();
+                let d = if called {
+                    format!(
+                        "M{},{}l-4,-6h8z",
+                        super::canvas::n(x),
+                        super::canvas::n(y + 8.0)
+                    )
+                } else {
+                    format!(
+                        "M{},{}l-4,6h8z",
+                        super::canvas::n(x),
+                        super::canvas::n(y + 20.0)
+                    )
+                };
+                canvas.path(&d, "stop", Some(&lines.join("\n")));
+                if same.len() > 1 {
+                    let at = if called { y + 8.0 } else { y + 27.0 };
+                    canvas.text(x + 5.0, at, "small", &format!("x{}", same.len()));
+                }
             }
             EventKind::TermEnded { end, .. } => {
                 let name = term_end_name(end);

@@ -95,11 +95,14 @@ pub fn draw(canvas: &mut Canvas, y: f64) {
         "a term's end, with how it ended",
     );
     x += 170.0;
+    canvas.rect((x, y + 3.0, 22.0, 10.0), "uncommitted", None);
+    canvas.text(x + 26.0, y + 12.0, "small", "a delete rolled back");
+    x += 120.0;
     canvas.text(
         x,
         y + 12.0,
         "small",
-        "arrow rows in a replica's lane: acquire and release, renew, delete",
+        "rows in a replica's lane: acquire/release, renew, delete",
     );
     let y = y + 20.0;
     canvas.circle((18.0, y + 6.0), 6.0, "violation", None);

@@ -1,8 +1,8 @@
 //! The lease service's lane (grants with their tokens, each lease's life to
 //! its expiry, refusals, revocations, releases, statements waiting for the
-//! lease row's lock) and
-//! the database's (each committed delete as a bar from its fence to its
-//! commit with its rows and token, stale fences, rollbacks, another
+//! lease row's lock) and the database's (each committed delete as a bar
+//! from its fence to its commit with its rows and token, each rolled-back
+//! one as a hollow bar, stale fences with the token they refused, another
 //! client's row locks, the server's aborts).
 
 use std::collections::BTreeMap;
@@ -22,6 +22,14 @@ pub fn draw(
 ) {
     let end_ms = history.events.iter().map(|e| e.at_ms).max().unwrap_or(0);
     lease_lives(canvas, history, scale, lease_y, end_ms);
+    let invoked_at: BTreeMap<u64, i64> = history
+        .events
+        .iter()
+        .filter_map(|event| match &event.kind {
+            EventKind::Invoke { call, .. } => Some((*call, event.at_ms)),
+            _ => None,
+        })
+        .collect();
     // A lease statement's wait, from `waits` to its outcome.
     let mut waiting: BTreeMap<u64, (i64, usize)> = BTreeMap::new();
     let mut last_label_x = f64::MIN;
@@ -93,8 +101,27 @@ pub fn draw(
                     canvas.text(x0 + 2.0, y + 35.5, "small", &label);
                 }
             }
-            EventKind::Fenced { .. } => cross(canvas, (x, y + 32.0), "fenced", &title),
-            EventKind::RolledBack { .. } => cross(canvas, (x, y + 46.0), "refused", &title),
+            EventKind::Fenced { token, .. } => {
+                cross(canvas, (x, y + 32.0), "fenced", &title);
+                canvas.text(x + 5.0, y + 24.0, "small stale", &format!("#{token} stale"));
+            }
+            EventKind::RolledBack { call, rows } => {
+                // The transaction from its call's invoke (its BEGIN left
+                // then) to the rollback: work that never committed.
+                if let Some(&from) = invoked_at.get(call) {
+                    let x0 = scale.x(from);
+                    canvas.rect((x0, y + 40.0, x - x0, 10.0), "uncommitted", Some(&title));
+                    if x - x0 > 60.0 {
+                        canvas.text(
+                            x0 + 2.0,
+                            y + 48.0,
+                            "small",
+                            &format!("rolled back, {rows} rows kept"),
+                        );
+                    }
+                }
+                cross(canvas, (x, y + 45.0), "refused", &title);
+            }
             EventKind::RowsHeld { for_ms, .. } => {
                 let until = event
                     .at_ms
