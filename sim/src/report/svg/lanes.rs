@@ -62,9 +62,10 @@ impl Layout {
 /// The row of a call's arrow inside its replica's lane.
 fn call_row(op: OpKind) -> f64 {
     match op {
-        OpKind::Acquire | OpKind::Release => 34.0,
-        OpKind::Renew => 48.0,
-        OpKind::Delete => 62.0,
+        OpKind::Acquire => 31.0,
+        OpKind::Release => 41.0,
+        OpKind::Renew => 52.0,
+        OpKind::Delete => 64.0,
     }
 }
 
@@ -363,7 +364,13 @@ fn markers(canvas: &mut Canvas, history: &History, scale: &Scale, layout: &Layou
                 let name = term_end_name(end);
                 if !name.is_empty() && x - last_label_x.get(&n).copied().unwrap_or(f64::MIN) > 44.0
                 {
-                    canvas.text(x + 2.0, y + 17.0, "small", name);
+                    // Near the right edge the word goes left of its tick.
+                    let at = if x + 44.0 > scale.right() + 30.0 {
+                        x - 40.0
+                    } else {
+                        x + 2.0
+                    };
+                    canvas.text(at, y + 17.0, "small", name);
                     last_label_x.insert(n, x);
                 }
                 canvas.line((x, y + 6.0), (x, y + 22.0), "mark null", None, Some(&title));

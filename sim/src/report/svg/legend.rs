@@ -102,7 +102,7 @@ pub fn draw(canvas: &mut Canvas, y: f64) {
         x,
         y + 12.0,
         "small",
-        "rows in a replica's lane: acquire/release, renew, delete",
+        "rows in a replica's lane: acquire, release, renew, delete",
     );
     let y = y + 20.0;
     canvas.circle((18.0, y + 6.0), 6.0, "violation", None);

@@ -46,8 +46,8 @@ pub fn draw(
                 if let Some((from, at)) = waiting.remove(&call) {
                     let wait_title = format!("{}\n{}", history.timeline_line(at), title);
                     canvas.line(
-                        (scale.x(from), lease_y + 32.0),
-                        (x, lease_y + 32.0),
+                        (scale.x(from), lease_y + 35.0),
+                        (x, lease_y + 35.0),
                         "wait",
                         None,
                         Some(&wait_title),
@@ -75,14 +75,14 @@ pub fn draw(
             EventKind::Released { call, cleared, .. } => {
                 settled(&mut waiting, canvas, *call);
                 let class = if *cleared { "ok" } else { "null" };
-                canvas.rect((x - 3.0, y + 19.0, 6.0, 6.0), class, Some(&title));
+                canvas.rect((x - 3.0, y + 26.0, 6.0, 6.0), class, Some(&title));
             }
             EventKind::LockWait { call, .. } => {
                 waiting.insert(*call, (event.at_ms, seq));
             }
             EventKind::Aborted { call, .. } => {
                 settled(&mut waiting, canvas, *call);
-                cross(canvas, (x, y + 32.0), "ambiguous", &title);
+                cross(canvas, (x, y + 35.0), "ambiguous", &title);
             }
             EventKind::Deleted {
                 fenced_at_ms,
@@ -138,8 +138,8 @@ pub fn draw(
             history.timeline_line(at)
         );
         canvas.line(
-            (scale.x(from), lease_y + 32.0),
-            (scale.x(end_ms), lease_y + 32.0),
+            (scale.x(from), lease_y + 35.0),
+            (scale.x(end_ms), lease_y + 35.0),
             "wait",
             None,
             Some(&title),
@@ -174,11 +174,11 @@ fn lease_lives(canvas: &mut Canvas, history: &History, scale: &Scale, lease_y: f
             expires.min(cut),
             history.timeline_line(seq)
         );
-        canvas.rect((x0, lease_y + 38.0, x1 - x0, 6.0), "life", Some(&title));
+        canvas.rect((x0, lease_y + 40.0, x1 - x0, 6.0), "life", Some(&title));
         if x1 - x0 > 40.0 {
             canvas.text(
                 x0 + 2.0,
-                lease_y + 52.0,
+                lease_y + 54.0,
                 "small",
                 &format!("#{token} {owner}"),
             );
