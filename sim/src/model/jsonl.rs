@@ -111,7 +111,29 @@ fn read_json(number: usize, what: &str, line: &str) -> Result<Value, String> {
         )
     })?;
     refuse_duplicate_keys(line).map_err(|problem| format!("line {number}: {what}: {problem}"))?;
+    if let Some(c) = control_character(&value) {
+        return Err(format!(
+            "line {number}: {what}: a text holds the control character U+{:04X} \
+             (no recorder writes one; it would reach the terminal and the picture)",
+            u32::from(c)
+        ));
+    }
     Ok(value)
+}
+
+/// The first control character (or XML non-character) in any string of
+/// `value`.
+fn control_character(value: &Value) -> Option<char> {
+    match value {
+        Value::String(text) => text
+            .chars()
+            .find(|&c| c.is_control() || c == '\u{fffe}' || c == '\u{ffff}'),
+        Value::Array(items) => items.iter().find_map(control_character),
+        Value::Object(map) => map.iter().find_map(|(key, value)| {
+            control_character(&Value::String(key.clone())).or_else(|| control_character(value))
+        }),
+        _ => None,
+    }
 }
 
 fn check_version(header: &Value) -> Result<(), String> {

@@ -10,8 +10,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use retention_worker::{MAX_BATCH_SIZE, MAX_TERM_ROW_CAP};
 
-use super::history::{Actor, Event, EventKind, Header, History, LeaseRec};
+use super::history::{Actor, Event, EventKind, Header, History, LeaseRec, Outcome};
+use super::names::OpKind;
 use super::ranges::{DAY_MS, MAX_ROWS};
+
+/// The latest instant an event may have: a year (the longest run is an hour;
+/// real-mode runs are shorter still).
+const LONGEST_MS: i64 = 365 * 24 * 3_600_000;
 
 /// Problems reported at most; the rest are counted.
 const MAX_PROBLEMS: usize = 20;
@@ -34,6 +39,12 @@ pub(super) fn validate(history: &History, lines: &[usize]) -> Result<(), String>
     for (seq, event) in history.events.iter().enumerate() {
         let line = lines[seq];
         let mut problem = |text: String| problems.push(format!("line {line}: {text}"));
+        if event.at_ms > LONGEST_MS {
+            problem(format!(
+                "at_ms {}: past a year, longer than any run",
+                event.at_ms
+            ));
+        }
         if event.at_ms < previous_ms {
             problem(format!(
                 "at_ms {} is before the previous event's {previous_ms}: time runs backwards",
@@ -113,7 +124,7 @@ pub(super) fn validate(history: &History, lines: &[usize]) -> Result<(), String>
                     problem(format!("call {call} invoked twice"));
                 }
             }
-            EventKind::Return { call, op, .. } => match calls.get_mut(call) {
+            EventKind::Return { call, op, outcome } => match calls.get_mut(call) {
                 None => problem(format!("a reply to call {call}, which was never invoked")),
                 Some((_, _, true)) => problem(format!("a second reply to call {call}")),
                 Some((by, invoked, answered)) => {
@@ -127,6 +138,9 @@ pub(super) fn validate(history: &History, lines: &[usize]) -> Result<(), String>
                             "call {call} was a {invoked}, its reply is a {}",
                             op.name()
                         ));
+                    }
+                    if !outcome_fits(*op, outcome) {
+                        problem(format!("a reply to {} cannot be {outcome:?}", op.name()));
                     }
                     *answered = true;
                 }
@@ -145,6 +159,31 @@ pub(super) fn validate(history: &History, lines: &[usize]) -> Result<(), String>
                 problem(format!(
                     "a service effect of call {call}, which was never invoked"
                 ));
+            }
+            EventKind::Granted { call, .. }
+            | EventKind::Refused { call, .. }
+            | EventKind::Revoked { call, .. }
+            | EventKind::Released { call, .. }
+            | EventKind::Deleted { call, .. }
+            | EventKind::Fenced { call, .. }
+            | EventKind::LockWait { call, .. }
+            | EventKind::RolledBack { call, .. } => {
+                let invoked = calls.get(call).map(|(_, op, _)| *op).unwrap_or_default();
+                if let Some(allowed) = effect_ops(&event.kind)
+                    && !allowed.contains(&invoked)
+                {
+                    problem(format!(
+                        "{} for call {call}, whose operation is {invoked}",
+                        kind_name(&event.kind)
+                    ));
+                }
+                if let EventKind::LockWait { behind, .. } = &event.kind
+                    && let Some(unknown) = behind.iter().find(|b| !calls.contains_key(b))
+                {
+                    problem(format!(
+                        "call {call} waits behind call {unknown}, never invoked"
+                    ));
+                }
             }
             EventKind::Final { .. } if seq + 1 != history.events.len() => {
                 problem("the final event is not the last".into());
@@ -246,6 +285,29 @@ fn service_lease(event: &Event) -> Option<&LeaseRec> {
         | EventKind::Revoked { lease, .. }
         | EventKind::Released { lease, .. } => Some(lease),
         _ => None,
+    }
+}
+
+/// Which operations' calls can have a service effect of `kind` (`None`: any).
+fn effect_ops(kind: &EventKind) -> Option<&'static [&'static str]> {
+    use EventKind as K;
+    Some(match kind {
+        K::Granted { .. } => &["acquire", "renew"],
+        K::Revoked { .. } => &["renew"],
+        K::Released { .. } => &["release"],
+        K::Deleted { .. } | K::Fenced { .. } | K::RolledBack { .. } => &["delete"],
+        K::Refused { .. } | K::LockWait { .. } => &["acquire", "renew", "release"],
+        _ => return None,
+    })
+}
+
+/// Whether `outcome` is an answer an `op` can give.
+fn outcome_fits(op: OpKind, outcome: &Outcome) -> bool {
+    match outcome {
+        Outcome::Failed { .. } => true,
+        Outcome::Lease(_) => matches!(op, OpKind::Acquire | OpKind::Renew),
+        Outcome::Done => op == OpKind::Release,
+        Outcome::Deleted(_) => op == OpKind::Delete,
     }
 }
 

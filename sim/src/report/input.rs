@@ -8,9 +8,9 @@ use std::path::Path;
 
 /// The largest scenario file read.
 pub const SCENARIO_LIMIT_BYTES: u64 = 1 << 20;
-/// The largest history read (a one-hour run with every fault writes a few
-/// megabytes).
-pub const HISTORY_LIMIT_BYTES: u64 = 256 << 20;
+/// The largest history read: 64 MiB, which takes about 1.3 GB to judge (a
+/// one-hour run with every fault writes a few megabytes).
+pub const HISTORY_LIMIT_BYTES: u64 = 64 << 20;
 
 /// Why a file could not be read: the line, when the problem has one.
 #[derive(Debug, Clone, PartialEq, Eq)]

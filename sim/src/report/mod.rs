@@ -15,5 +15,5 @@ pub use failure::{excerpt, format_failure, parse_token, replay_command, replay_t
 pub use input::{HISTORY_LIMIT_BYTES, InputError, SCENARIO_LIMIT_BYTES, read_text};
 pub use scenario::{Expect, Scenario, ScenarioError, scenario_files};
 pub use scenario_report::{describe_run, scenario_report, term_footers};
-pub use svg::swimlanes;
+pub use svg::{MAX_PICTURE_EVENTS, swimlanes};
 pub use timeline::TIMELINE_COLUMNS;

@@ -157,9 +157,42 @@ fn bad_input_exits_2_naming_the_problem() {
             &["replay", "{\"seed\":1}", "--save", "/tmp/x.txt"],
             "--save /tmp/x.txt: expected NAME.toml",
         ),
+        // Found by a second hostile pass: outputs that are one file, or an
+        // input, would replace each other with --force.
+        (
+            &[
+                "run",
+                "--jsonl",
+                "/tmp/same.out",
+                "--svg",
+                "/tmp/same.out",
+                "--force",
+            ],
+            "--svg /tmp/same.out: --jsonl writes the same file",
+        ),
+        (
+            &[
+                "replay",
+                "{\"seed\":1}",
+                "--save",
+                "/tmp/same.toml",
+                "--svg",
+                "/tmp/same.toml",
+            ],
+            "--svg /tmp/same.toml: --save writes the same file",
+        ),
+        (
+            &[
+                "replay",
+                r#"{"duration_ms":120000,"replicas":5,"worker":{"renew_interval_ms":1,"lease_ttl_ms":2,"expiry_margin_ms":0,"term_interval_ms":1,"loss_backoff_ms":1,"term_jitter_ms_max":0,"batch_size":1}}"#,
+                "--svg",
+                "/tmp/sim-too-many-events.svg",
+            ],
+            "a picture is drawn for at most 40000",
+        ),
         (
             &["run", "--jsonl", "/nonexistent-folder/x.jsonl"],
-            "the folder /nonexistent-folder does not exist",
+            "/nonexistent-folder does not exist",
         ),
     ];
     for (args, expected) in cases {
@@ -779,5 +812,41 @@ fn explore_report_writes_a_self_contained_page() {
     assert_eq!(code, 0, "{err}");
     let page = std::fs::read_to_string(dir.join("index.html")).unwrap();
     assert!(page.contains("No run failed."));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A history is never overwritten by its own picture, a report folder that
+/// is a file is refused, and `--partial` judges a history whose last line a
+/// dying recorder cut short, saying so.
+#[test]
+fn check_protects_its_input_and_partial_drops_a_cut_last_line() {
+    let dir = std::env::temp_dir().join(format!("sim-protect-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let history = dir.join("h.jsonl");
+    let path = history.to_str().unwrap();
+    let (code, _, err) = sim(&["run", "--seed", "1", "--jsonl", path]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&history).unwrap();
+    let (code, _, err) = sim(&["check", path, "--svg", path, "--force"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("is an input of this command"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&history).unwrap(),
+        text,
+        "the history is untouched"
+    );
+    let cut = dir.join("cut.jsonl");
+    std::fs::write(&cut, &text[..text.len() - 40]).unwrap();
+    let (code, _, err) = sim(&["check", cut.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    let (code, out, err) = sim(&["check", "--partial", cut.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("its last line is cut off; judged without it"),
+        "{out}"
+    );
+    let (code, _, err) = sim(&["explore", "--seeds", "2", "--report", path]);
+    assert_eq!(code, 2);
+    assert!(err.contains("is not a folder"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

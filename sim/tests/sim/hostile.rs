@@ -100,7 +100,51 @@ fn damaged_histories_are_refused_with_their_line() {
             "resolved without a call before it",
         ),
     ];
-    for (what, edit, expected) in cases {
+    let found_later: &[(&str, Edit, &str)] = &[
+        (
+            "an acquire answered as a release is",
+            |h| {
+                let at = h
+                    .iter()
+                    .position(|l| l["kind"]["event"] == "return" && l["kind"]["op"] == "acquire")
+                    .unwrap();
+                h[at]["kind"]["outcome"] = json!("done");
+            },
+            "a reply to acquire cannot be Done",
+        ),
+        (
+            "a delete's commit for the acquire call",
+            |h| {
+                let at = first(h, "deleted");
+                h[at]["kind"]["call"] = json!(1);
+                h[at]["term"] = json!(1);
+            },
+            "deleted for call 1, whose operation is acquire",
+        ),
+        (
+            "an event a century after the start (the picture's axis looped)",
+            |h| {
+                let last = h.len() - 1;
+                h[last]["at_ms"] = json!(i64::MAX - 1);
+            },
+            "past a year",
+        ),
+        (
+            "an escape sequence in a text (it reached the terminal)",
+            |h| {
+                let at = first(h, "invoke");
+                h[at]["kind"]["invocation"]["op"] = json!("acquire");
+                let reason = h
+                    .iter()
+                    .position(|l| l["kind"]["event"] == "term_ended")
+                    .unwrap();
+                h[reason]["kind"]["end"] =
+                    json!({"delete_failed": {"kind": "rejected", "detail": "\u{1b}[31mred"}});
+            },
+            "control character U+001B",
+        ),
+    ];
+    for (what, edit, expected) in cases.iter().chain(found_later) {
         let mut lines = base();
         edit(&mut lines);
         match History::from_jsonl(&text(&lines)) {

@@ -4,10 +4,10 @@
 
 use retention_sim::checker::Verdict;
 use retention_sim::model::{Flaw, History, RunSpec};
-use retention_sim::report::swimlanes;
 use retention_sim::report::{
     Expect, HISTORY_LIMIT_BYTES, Scenario, excerpt, read_text, replay_command, scenario_report,
 };
+use retention_sim::report::{MAX_PICTURE_EVENTS, swimlanes};
 use retention_sim::search::{SHRINK_RUNS, Shrunk, shrink, violated_clause};
 use retention_sim::{Sim, check, format_failure};
 use std::path::Path;
@@ -37,6 +37,14 @@ pub fn write_svg(
     verdict: &Verdict,
     force: bool,
 ) -> Result<(), String> {
+    if history.events.len() > MAX_PICTURE_EVENTS {
+        return Err(format!(
+            "--svg {}: the run recorded {} events; a picture is drawn for at most \
+             {MAX_PICTURE_EVENTS} (shorten the run; the timeline and --jsonl have every event)",
+            path.display(),
+            history.events.len()
+        ));
+    }
     write_checked(path, &swimlanes(history, verdict), force, |text| {
         roxmltree::Document::parse(text)
             .map(|_| ())
@@ -112,6 +120,17 @@ pub fn print_shrunk(shrunk: &Shrunk) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether `error` is a JSON syntax error on the last non-blank line of
+/// `text` that ends before its object does (a write cut short).
+fn cut_last_line(text: &str, error: &str) -> bool {
+    let lines: Vec<&str> = text.lines().collect();
+    let last = lines
+        .iter()
+        .rposition(|line| !line.trim().is_empty())
+        .map_or(0, |at| at + 1);
+    error.starts_with(&format!("line {last}, column ")) && error.contains("EOF while parsing")
+}
+
 /// Clauses judged only at a run's end: a history cut off before it cannot
 /// show them kept.
 const NEED_THE_END: &[&str] = &["LIVE-1", "LIVE-2", "REL-3"];
@@ -132,7 +151,18 @@ pub fn check_file(
         Some(line) => format!("{}: line {line}: {}", path.display(), error.problem),
         None => format!("{}: {}", path.display(), error.problem),
     })?;
-    let history = History::from_jsonl(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let history = match History::from_jsonl(&text) {
+        Ok(history) => history,
+        // A recorder killed mid-write leaves its last line cut: with
+        // --partial that line is dropped, and said so.
+        Err(error) if partial && cut_last_line(&text, &error) => {
+            let kept = text.trim_end_matches('\n');
+            let kept = &kept[..kept.rfind('\n').map_or(0, |at| at + 1)];
+            say!("partial history: its last line is cut off; judged without it");
+            History::from_jsonl(kept).map_err(|e| format!("{}: {e}", path.display()))?
+        }
+        Err(error) => return Err(format!("{}: {error}", path.display())),
+    };
     if history.events.is_empty() {
         return Err(format!(
             "{}: a header and no events: nothing to judge",

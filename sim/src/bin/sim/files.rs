@@ -7,15 +7,11 @@ use std::path::{Path, PathBuf};
 
 use crate::interrupt;
 
-/// Writes `contents` to `path`, refusing to replace an existing file unless
-/// `force`; `check` reads the written text back before it takes the
-/// target's place, so a refused write leaves the old file (or none).
-pub fn write_checked(
-    path: &Path,
-    contents: &str,
-    force: bool,
-    check: impl FnOnce(&str) -> Result<(), String>,
-) -> Result<(), String> {
+/// Whether `path` may be written: not a directory, link, device or pipe,
+/// not an existing file unless `force`, in a folder that exists. Run for
+/// every output before anything is written, so a refusal of the second
+/// file does not leave the first one changed.
+pub fn may_write(path: &Path, force: bool) -> Result<(), String> {
     if let Ok(existing) = std::fs::symlink_metadata(path) {
         let kind = existing.file_type();
         if !kind.is_file() {
@@ -41,12 +37,71 @@ pub fn write_checked(
     if let Some(parent) = parent
         && !parent.is_dir()
     {
-        return Err(format!(
-            "{}: the folder {} does not exist",
-            path.display(),
-            parent.display()
-        ));
+        let why = if parent.exists() {
+            "is not a folder"
+        } else {
+            "does not exist"
+        };
+        return Err(format!("{}: {} {why}", path.display(), parent.display()));
     }
+    Ok(())
+}
+
+/// Checks, before anything runs, that every output may be written and that
+/// no two name one file or an input.
+pub fn preflight(
+    inputs: &[&Path],
+    outputs: &[(&str, Option<&Path>)],
+    force: bool,
+) -> Result<(), String> {
+    let named: Vec<(&str, &Path)> = outputs
+        .iter()
+        .filter_map(|(flag, path)| path.map(|path| (*flag, path)))
+        .collect();
+    distinct(inputs, &named)?;
+    for (flag, path) in &named {
+        may_write(path, force).map_err(|problem| format!("{flag} {problem}"))?;
+    }
+    Ok(())
+}
+
+/// Refuses outputs that name one file twice, or name an input: with
+/// `--force` the second write would replace the first, or the input.
+pub fn distinct(inputs: &[&Path], outputs: &[(&str, &Path)]) -> Result<(), String> {
+    let key = |path: &Path| {
+        std::fs::canonicalize(path)
+            .or_else(|_| std::path::absolute(path))
+            .unwrap_or_else(|_| path.to_owned())
+    };
+    for (index, (flag, path)) in outputs.iter().enumerate() {
+        let this = key(path);
+        if let Some(input) = inputs.iter().find(|input| key(input) == this) {
+            return Err(format!(
+                "{flag} {}: is an input of this command ({}); not overwritten",
+                path.display(),
+                input.display()
+            ));
+        }
+        if let Some((other, _)) = outputs[..index].iter().find(|(_, p)| key(p) == this) {
+            return Err(format!(
+                "{flag} {}: {other} writes the same file",
+                path.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Writes `contents` to `path` (see [`may_write`]); `check` reads the
+/// written text back before it takes the target's place, so a refused
+/// write leaves the old file (or none).
+pub fn write_checked(
+    path: &Path,
+    contents: &str,
+    force: bool,
+    check: impl FnOnce(&str) -> Result<(), String>,
+) -> Result<(), String> {
+    may_write(path, force)?;
     let temporary = beside(path);
     interrupt::track(&temporary);
     let result = write_then_place(&temporary, path, contents, force, check);
@@ -64,7 +119,7 @@ fn write_then_place(
 ) -> Result<(), String> {
     std::fs::write(temporary, contents)
         .and_then(|()| std::fs::read_to_string(temporary))
-        .map_err(|error| format!("{}: {error}", temporary.display()))
+        .map_err(|error| format!("{}: {error}", path.display()))
         .and_then(|text| check(&text))?;
     let placed = if force {
         std::fs::rename(temporary, path)
@@ -85,12 +140,11 @@ fn write_then_place(
     })
 }
 
-/// `dir/.NAME.tmp-PID`: same folder (so the rename is atomic), hidden, and
-/// not a `*.toml` a scenario sweep would pick up.
+/// `dir/.sim-PID-N.tmp`: same folder (so the rename is atomic), hidden,
+/// short (a target name near the file system's limit still fits), and not a
+/// `*.toml` a scenario sweep would pick up.
 fn beside(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    path.with_file_name(format!(".sim-{}-{n}.tmp", std::process::id()))
 }

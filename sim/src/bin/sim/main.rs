@@ -22,7 +22,30 @@ use retention_sim::report::parse_token;
 
 use args::{Cli, Command, build_spec};
 use commands::{Outputs, check_file, run_one, run_scenarios, save_scenario, shrink_token};
+use files::preflight;
 use sweep::{run_bench, run_explore};
+
+/// Where `sim scenario --svg` puts each file's picture: the path itself for
+/// one file, `DIR/NAME.svg` for several (or when it names a folder).
+fn scenario_pictures(
+    files: &[std::path::PathBuf],
+    svg: Option<&std::path::Path>,
+) -> Vec<std::path::PathBuf> {
+    let Some(path) = svg else { return Vec::new() };
+    if files.len() == 1 && !path.is_dir() {
+        return vec![path.to_owned()];
+    }
+    if !path.is_dir() {
+        return Vec::new(); // refused by the scenario run, naming the problem
+    }
+    files
+        .iter()
+        .map(|file| {
+            let stem = file.file_stem().unwrap_or_default().to_string_lossy();
+            path.join(format!("{stem}.svg"))
+        })
+        .collect()
+}
 
 fn main() -> ExitCode {
     interrupt::install();
@@ -40,14 +63,23 @@ fn main() -> ExitCode {
                 svg: args.svg.as_deref(),
                 force: args.force,
             };
-            build_spec(&args).and_then(|spec| run_one(&spec, &outputs))
+            let files = [("--jsonl", outputs.jsonl), ("--svg", outputs.svg)];
+            preflight(&[], &files, args.force)
+                .and_then(|()| build_spec(&args))
+                .and_then(|spec| run_one(&spec, &outputs))
         }
         Command::Replay {
             token,
             save,
             svg,
             force,
-        } => parse_token(&token).and_then(|spec| {
+        } => preflight(
+            &[],
+            &[("--save", save.as_deref()), ("--svg", svg.as_deref())],
+            force,
+        )
+        .and_then(|()| parse_token(&token))
+        .and_then(|spec| {
             if let Some(path) = save {
                 save_scenario(&spec, &path, force)?;
             }
@@ -66,7 +98,16 @@ fn main() -> ExitCode {
             flaw,
             svg,
             force,
-        } => run_scenarios(&files, flaw, svg.as_deref(), force),
+        } => {
+            let inputs: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
+            let pictures = scenario_pictures(&files, svg.as_deref());
+            let outputs: Vec<(&str, Option<&std::path::Path>)> = pictures
+                .iter()
+                .map(|p| ("--svg", Some(p.as_path())))
+                .collect();
+            preflight(&inputs, &outputs, force)
+                .and_then(|()| run_scenarios(&files, flaw, svg.as_deref(), force))
+        }
         Command::Explore(args) => run_explore(&args),
         Command::Bench(args) => run_bench(&args),
         Command::Check {
@@ -76,7 +117,8 @@ fn main() -> ExitCode {
             all,
             svg,
             force,
-        } => check_file(&history, timeline, partial, all, svg.as_deref(), force),
+        } => preflight(&[history.as_path()], &[("--svg", svg.as_deref())], force)
+            .and_then(|()| check_file(&history, timeline, partial, all, svg.as_deref(), force)),
     };
     match result {
         Ok(passed) => ExitCode::from(if passed { 0 } else { 1 }),

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use retention_sim::checker::PROBES;
-use retention_sim::report::{replay_command, swimlanes};
+use retention_sim::report::{MAX_PICTURE_EVENTS, replay_command, swimlanes};
 use retention_sim::search::{ExploreSummary, Shrunk};
 use retention_sim::{Sim, check, format_failure};
 
@@ -29,7 +29,22 @@ pub fn write_report(
     shrunk: Option<&Shrunk>,
     force: bool,
 ) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|error| format!("--report {}: {error}", dir.display()))?;
+    match std::fs::symlink_metadata(dir) {
+        Ok(found) if found.is_dir() => {}
+        Ok(_) => {
+            return Err(format!(
+                "--report {}: is not a folder (a file or a link); not replaced",
+                dir.display()
+            ));
+        }
+        // Made only inside a folder that exists, as every output is.
+        Err(_) => std::fs::create_dir(dir).map_err(|error| {
+            format!(
+                "--report {}: cannot make the folder: {error}",
+                dir.display()
+            )
+        })?,
+    }
     let mut page = String::new();
     let title = format!(
         "sim explore: {} runs, {} failed, {} violations",
@@ -115,6 +130,13 @@ fn failure_section(
         .run()
         .map_err(|error| error.to_string())?;
     let verdict = check(&history);
+    if history.events.len() > MAX_PICTURE_EVENTS {
+        return Err(format!(
+            "--report: the first failure, shrunk, still recorded {} events; a picture is drawn \
+             for at most {MAX_PICTURE_EVENTS}",
+            history.events.len()
+        ));
+    }
     let svg = swimlanes(&history, &verdict);
     let _ = write!(
         page,

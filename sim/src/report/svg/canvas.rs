@@ -179,6 +179,16 @@ pub fn n(value: f64) -> String {
 }
 
 fn escape(text: &str) -> String {
+    // XML 1.0 has no way to write most control characters, even escaped;
+    // a hand-edited history may hold them.
+    let text: String = text
+        .chars()
+        .map(|c| match c {
+            '\n' | '\t' => c,
+            c if c.is_control() || c == '\u{fffe}' || c == '\u{ffff}' => '\u{fffd}',
+            c => c,
+        })
+        .collect();
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

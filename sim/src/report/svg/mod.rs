@@ -29,7 +29,13 @@ const PLOT_RIGHT_MARGIN: f64 = 30.0;
 /// Space above the first lane: the title and the time axis.
 const TOP: f64 = 54.0;
 
-/// The swimlane picture of `history`, with `verdict`'s violations marked.
+/// The most events a picture is drawn for: a hundred times the 400 a
+/// zoomed-in reader can use; a run with more (an hour of 1 ms timers has
+/// millions) would draw a picture of hundreds of megabytes.
+pub const MAX_PICTURE_EVENTS: usize = 40_000;
+
+/// The swimlane picture of `history`, with `verdict`'s violations marked
+/// (callers refuse histories of more than [`MAX_PICTURE_EVENTS`]).
 pub fn swimlanes(history: &History, verdict: &Verdict) -> String {
     let times: Vec<i64> = history.events.iter().map(|e| e.at_ms).collect();
     let scale = Scale::new(&times, PLOT_LEFT, WIDTH - PLOT_RIGHT_MARGIN);

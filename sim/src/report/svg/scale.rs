@@ -96,7 +96,11 @@ impl Scale {
                 canvas.text(x - 8.0, y, "small", &label(at, step));
                 last_x = x;
             }
-            at += step;
+            // Far past any run's length a step could overflow.
+            let Some(next) = at.checked_add(step) else {
+                break;
+            };
+            at = next;
         }
         for &(a, b) in &self.folds {
             let (xa, xb) = (self.x(a), self.x(b));
