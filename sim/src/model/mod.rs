@@ -6,6 +6,7 @@
 mod faults;
 mod flag_text;
 mod history;
+mod history_rules;
 mod jsonl;
 pub(crate) mod names;
 mod ranges;

@@ -4,6 +4,7 @@ mod api;
 mod architecture;
 mod checker;
 mod cli;
+mod cli_outputs;
 mod coverage;
 mod db;
 mod determinism;

@@ -2,12 +2,13 @@
 //!
 //! Exit status: 0 when every run kept the contract, 1 when any violated it,
 //! 2 for bad input, 130 when interrupted (Ctrl-C). `args.rs` holds the
-//! flags, `commands.rs` and `sweep.rs` what each subcommand does,
+//! flags, `commands.rs`, `check.rs` and `sweep.rs` what each subcommand does,
 //! `files.rs` how a file is written without losing one, `output.rs`
 //! standard output that outlives a closed pipe, `interrupt.rs` what Ctrl-C
 //! does, `page.rs` the sweep's report page.
 
 mod args;
+mod check;
 mod commands;
 mod files;
 mod interrupt;
@@ -21,7 +22,8 @@ use clap::Parser;
 use retention_sim::report::parse_token;
 
 use args::{Cli, Command, build_spec};
-use commands::{Outputs, check_file, run_one, run_scenarios, save_scenario, shrink_token};
+use check::check_file;
+use commands::{Outputs, run_one, run_scenarios, save_scenario, shrink_token};
 use files::preflight;
 use sweep::{run_bench, run_explore};
 

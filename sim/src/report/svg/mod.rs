@@ -2,14 +2,18 @@
 //! lease service, one for the database, simulated time along x. Its parts:
 //! `scale.rs` maps time to x and picks the ticks, `canvas.rs` writes the
 //! elements (every mark with a `<title>`: the timeline line it stands for),
-//! `lanes.rs` draws the replicas' lanes and `services.rs` the lease
-//! service's and the database's, `legend.rs` explains the marks.
+//! `lanes.rs` lays out the lanes, `calls.rs` draws believed leases and
+//! call arrows, `markers.rs` stops, term ends and violations, `services.rs`
+//! the lease service's and the database's lanes, `legend.rs` explains the
+//! marks.
 //! The output is a pure function of the history and verdict: byte-identical
 //! for the same seed.
 
+mod calls;
 mod canvas;
 mod lanes;
 mod legend;
+mod markers;
 mod scale;
 mod services;
 
@@ -64,7 +68,7 @@ pub fn swimlanes(history: &History, verdict: &Verdict) -> String {
     lanes::backgrounds(&mut canvas, history, &scale, &layout);
     scale.axis(&mut canvas, TOP - 8.0, layout.bottom());
     lanes::draw(&mut canvas, history, &scale, &layout);
-    lanes::violations(&mut canvas, history, verdict, &scale, &layout);
+    markers::violations(&mut canvas, history, verdict, &scale, &layout);
     legend::draw(&mut canvas, layout.bottom() + 8.0);
     canvas.finish()
 }

@@ -1,0 +1,171 @@
+//! The command line's output files, as a user meets them: `--svg` pictures
+//! from every subcommand that runs or reads a history, the `explore
+//! --report` page, and outputs that would replace an input.
+
+use super::cli::sim;
+
+/// `--svg` on run, replay, check and scenario writes the swimlane picture,
+/// checked as XML, under the same no-replace rule as every other file.
+#[test]
+fn svg_pictures_come_from_every_subcommand_that_runs_or_reads_a_history() {
+    let dir = std::env::temp_dir().join(format!("sim-svg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let (code, _, err) = sim(&[
+        "run",
+        "--seed",
+        "1",
+        "--svg",
+        &file("run.svg"),
+        "--jsonl",
+        &file("run.jsonl"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let run_svg = std::fs::read_to_string(dir.join("run.svg")).unwrap();
+    assert!(run_svg.starts_with("<svg ") && run_svg.ends_with("</svg>\n"));
+    let (code, _, err) = sim(&["check", &file("run.jsonl"), "--svg", &file("check.svg")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        std::fs::read_to_string(dir.join("check.svg")).unwrap() == run_svg,
+        "the history draws the same picture"
+    );
+    let (code, _, err) = sim(&[
+        "replay",
+        crate::replay::STALE_RELEASE,
+        "--svg",
+        &file("fail.svg"),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        std::fs::read_to_string(dir.join("fail.svg"))
+            .unwrap()
+            .contains("VIOLATED: REL-1")
+    );
+    let (code, _, err) = sim(&["run", "--seed", "2", "--svg", &file("run.svg")]);
+    assert_eq!(code, 2);
+    assert!(err.contains("exists; pass --force"), "{err}");
+    let scenarios = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/");
+    let (one, two) = (
+        format!("{scenarios}stop-is-terminal.toml"),
+        format!("{scenarios}two-stops-at-once.toml"),
+    );
+    let (code, _, err) = sim(&["scenario", &one, &two, "--svg", &file("x.svg")]);
+    assert_eq!(code, 2);
+    assert!(err.contains("name an existing folder"), "{err}");
+    let (code, _, err) = sim(&["scenario", &one, &two, "--svg", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let stored = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../snapshots/two-stops-at-once.svg"
+    );
+    assert!(
+        std::fs::read_to_string(dir.join("two-stops-at-once.svg")).unwrap()
+            == std::fs::read_to_string(stored).unwrap(),
+        "the command draws the snapshot's picture"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `explore --report DIR` writes a page that works offline: every link
+/// resolves to an anchor on it or a file beside it, nothing is fetched, and
+/// the picture in it parses.
+#[test]
+fn explore_report_writes_a_self_contained_page() {
+    let dir = std::env::temp_dir().join(format!("sim-report-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let report = dir.to_str().unwrap();
+    let args = [
+        "explore",
+        "--seeds",
+        "40",
+        "--swarm",
+        "--flaw",
+        "stale-release",
+        "--report",
+        report,
+    ];
+    let (code, _, err) = sim(&args);
+    assert_eq!(code, 1, "{err}");
+    let page = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    for needle in ["<script", "<link", "src=", "@import", "url(http"] {
+        assert!(
+            !page.contains(needle),
+            "the page fetches something: {needle}"
+        );
+    }
+    let external = page.matches("http").count();
+    assert_eq!(
+        external,
+        page.matches("http://www.w3.org/2000/svg").count(),
+        "only the SVG namespace"
+    );
+    for link in page
+        .split("href=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+    {
+        match link.strip_prefix('#') {
+            Some(anchor) => assert!(
+                page.contains(&format!("id=\"{anchor}\"")),
+                "no anchor {link}"
+            ),
+            None => assert!(
+                dir.join(link).is_file(),
+                "{link} does not exist beside the page"
+            ),
+        }
+    }
+    let start = page.find("<svg ").expect("the picture is inline");
+    let end = page.find("</svg>").unwrap() + "</svg>".len();
+    roxmltree::Document::parse(&page[start..end]).expect("the inline picture is XML");
+    assert!(
+        page.contains("replay &#39;") || page.contains("replay '"),
+        "the replay command"
+    );
+    assert!(page.contains("REL-1"));
+    let (code, _, err) = sim(&args);
+    assert_eq!(code, 2, "a second report does not replace the first");
+    assert!(err.contains("exists; pass --force"), "{err}");
+    let clean = ["explore", "--seeds", "5", "--report", report, "--force"];
+    let (code, _, err) = sim(&clean);
+    assert_eq!(code, 0, "{err}");
+    let page = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(page.contains("No run failed."));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A history is never overwritten by its own picture, a report folder that
+/// is a file is refused, and `--partial` judges a history whose last line a
+/// dying recorder cut short, saying so.
+#[test]
+fn check_protects_its_input_and_partial_drops_a_cut_last_line() {
+    let dir = std::env::temp_dir().join(format!("sim-protect-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let history = dir.join("h.jsonl");
+    let path = history.to_str().unwrap();
+    let (code, _, err) = sim(&["run", "--seed", "1", "--jsonl", path]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&history).unwrap();
+    let (code, _, err) = sim(&["check", path, "--svg", path, "--force"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("is an input of this command"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&history).unwrap(),
+        text,
+        "the history is untouched"
+    );
+    let cut = dir.join("cut.jsonl");
+    std::fs::write(&cut, &text[..text.len() - 40]).unwrap();
+    let (code, _, err) = sim(&["check", cut.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    let (code, out, err) = sim(&["check", "--partial", cut.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("its last line is cut off; judged without it"),
+        "{out}"
+    );
+    let (code, _, err) = sim(&["explore", "--seeds", "2", "--report", path]);
+    assert_eq!(code, 2);
+    assert!(err.contains("is not a folder"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
