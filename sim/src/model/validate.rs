@@ -145,39 +145,27 @@ pub(super) fn validate(history: &History, lines: &[usize]) -> Result<(), String>
                     *answered = true;
                 }
             },
-            EventKind::Granted { call, .. }
-            | EventKind::Refused { call, .. }
-            | EventKind::Revoked { call, .. }
-            | EventKind::Released { call, .. }
-            | EventKind::Deleted { call, .. }
-            | EventKind::Fenced { call, .. }
-            | EventKind::LockWait { call, .. }
-            | EventKind::RolledBack { call, .. }
-            | EventKind::Aborted { call, .. }
-                if !calls.contains_key(call) =>
-            {
-                problem(format!(
-                    "a service effect of call {call}, which was never invoked"
-                ));
+            EventKind::Final { .. } if seq + 1 != history.events.len() => {
+                problem("the final event is not the last".into());
             }
-            EventKind::Granted { call, .. }
-            | EventKind::Refused { call, .. }
-            | EventKind::Revoked { call, .. }
-            | EventKind::Released { call, .. }
-            | EventKind::Deleted { call, .. }
-            | EventKind::Fenced { call, .. }
-            | EventKind::LockWait { call, .. }
-            | EventKind::RolledBack { call, .. } => {
-                let invoked = calls.get(call).map(|(_, op, _)| *op).unwrap_or_default();
-                if let Some(allowed) = effect_ops(&event.kind)
-                    && !allowed.contains(&invoked)
+            kind => {
+                // A service effect (the reply is judged above).
+                let Some(call) = called(kind) else { continue };
+                let Some((_, invoked, _)) = calls.get(&call) else {
+                    problem(format!(
+                        "a service effect of call {call}, which was never invoked"
+                    ));
+                    continue;
+                };
+                if let Some(allowed) = effect_ops(kind)
+                    && !allowed.contains(invoked)
                 {
                     problem(format!(
                         "{} for call {call}, whose operation is {invoked}",
-                        kind_name(&event.kind)
+                        kind_name(kind)
                     ));
                 }
-                if let EventKind::LockWait { behind, .. } = &event.kind
+                if let EventKind::LockWait { behind, .. } = kind
                     && let Some(unknown) = behind.iter().find(|b| !calls.contains_key(b))
                 {
                     problem(format!(
@@ -185,10 +173,6 @@ pub(super) fn validate(history: &History, lines: &[usize]) -> Result<(), String>
                     ));
                 }
             }
-            EventKind::Final { .. } if seq + 1 != history.events.len() => {
-                problem("the final event is not the last".into());
-            }
-            _ => {}
         }
     }
     if problems.is_empty() {

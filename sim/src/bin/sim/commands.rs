@@ -27,23 +27,34 @@ pub struct Outputs<'a> {
     pub force: bool,
 }
 
-/// Writes the swimlane picture of `history` to `path`, checked to parse as
-/// XML before it takes the target's place.
+/// The swimlane picture of `history`, if it is small enough to draw.
+pub fn picture(history: &History, verdict: &Verdict) -> Result<String, String> {
+    if history.events.len() > MAX_PICTURE_EVENTS {
+        return Err(format!(
+            "the run recorded {} events; a picture is drawn for at most \
+             {MAX_PICTURE_EVENTS} (shorten the run; the timeline and --jsonl have every event)",
+            history.events.len()
+        ));
+    }
+    Ok(swimlanes(history, verdict))
+}
+
+/// Writes the picture of `history` to `path`, checked to parse as XML
+/// before it takes the target's place.
 pub fn write_svg(
     path: &Path,
     history: &History,
     verdict: &Verdict,
     force: bool,
 ) -> Result<(), String> {
-    if history.events.len() > MAX_PICTURE_EVENTS {
-        return Err(format!(
-            "--svg {}: the run recorded {} events; a picture is drawn for at most \
-             {MAX_PICTURE_EVENTS} (shorten the run; the timeline and --jsonl have every event)",
-            path.display(),
-            history.events.len()
-        ));
-    }
-    write_checked(path, &swimlanes(history, verdict), force, |text| {
+    let svg = picture(history, verdict)
+        .map_err(|problem| format!("--svg {}: {problem}", path.display()))?;
+    write_picture(path, &svg, force)
+}
+
+/// Writes a drawn picture to `path`, checked to parse as XML first.
+pub fn write_picture(path: &Path, svg: &str, force: bool) -> Result<(), String> {
+    write_checked(path, svg, force, |text| {
         roxmltree::Document::parse(text)
             .map(|_| ())
             .map_err(|error| format!("{}: the picture is not valid XML: {error}", path.display()))

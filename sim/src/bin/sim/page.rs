@@ -8,10 +8,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use retention_sim::checker::PROBES;
-use retention_sim::report::{MAX_PICTURE_EVENTS, replay_command, swimlanes};
+use retention_sim::report::replay_command;
 use retention_sim::search::{ExploreSummary, Shrunk};
 use retention_sim::{Sim, check, format_failure};
 
+use crate::commands::{picture, write_picture};
 use crate::files::write_checked;
 
 const STYLE: &str = "body{font-family:DejaVu Sans,Arial,Helvetica,sans-serif;margin:2em;color:#222}\
@@ -100,7 +101,7 @@ pub fn write_report(
         );
     }
     page.push_str("</table>\n");
-    let picture = match shrunk {
+    let drawn = match shrunk {
         None => {
             page.push_str("<h2 id=\"first-failure\">First failure</h2>\n<p>No run failed.</p>\n");
             None
@@ -108,13 +109,8 @@ pub fn write_report(
         Some(shrunk) => Some(failure_section(&mut page, summary, shrunk)?),
     };
     page.push_str("</body>\n</html>\n");
-    if let Some(svg) = &picture {
-        let path = dir.join("first-failure.svg");
-        write_checked(&path, svg, force, |text| {
-            roxmltree::Document::parse(text)
-                .map(|_| ())
-                .map_err(|error| format!("{}: not valid XML: {error}", path.display()))
-        })?;
+    if let Some(svg) = &drawn {
+        write_picture(&dir.join("first-failure.svg"), svg, force)?;
     }
     write_checked(&dir.join("index.html"), &page, force, |_| Ok(()))
 }
@@ -130,14 +126,8 @@ fn failure_section(
         .run()
         .map_err(|error| error.to_string())?;
     let verdict = check(&history);
-    if history.events.len() > MAX_PICTURE_EVENTS {
-        return Err(format!(
-            "--report: the first failure, shrunk, still recorded {} events; a picture is drawn \
-             for at most {MAX_PICTURE_EVENTS}",
-            history.events.len()
-        ));
-    }
-    let svg = swimlanes(&history, &verdict);
+    let svg = picture(&history, &verdict)
+        .map_err(|problem| format!("--report: the first failure, shrunk: {problem}"))?;
     let _ = write!(
         page,
         "<h2 id=\"first-failure\">First failure</h2>\n<p>Shrunk from plan size {} to {} in {} runs; \
