@@ -1,117 +1,139 @@
-//! The database: the lease row (its value and its lock), the records, and
-//! the open transactions of the fenced delete.
+//! The database: the lease row (its committed value and its lock), the
+//! records, the open transactions and the statements in flight, driven by
+//! the caller's clock: every entry point takes the time, runs what the
+//! server would have done by then, and returns the effects in order.
 
 use std::collections::BTreeMap;
 
 use retention_worker::memory::LeaseTable;
-use retention_worker::{FenceRejection, Lease};
 
 use super::records::Records;
 use super::row_lock::RowLock;
+use super::statement::{
+    Answer, Applied, Effect, Holder, LeaseStatement, Request, SessionId, StatementId, Timed, TxnId,
+};
 use crate::model::RowRec;
 
-/// A statement on the lease row, as the caller numbered it.
-pub type StatementId = u64;
+/// PostgreSQL's server-side bounds, as the adapters set them on every
+/// connection (`worker/src/pg/options.rs`); 0 turns one off, as in
+/// PostgreSQL. Default: all off.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bounds {
+    /// `statement_timeout`: the whole statement, every lock wait included,
+    /// but not the wait for its commit to be durable.
+    pub statement_ms: u64,
+    /// `lock_timeout`: each lock acquisition attempt on its own.
+    pub lock_ms: u64,
+    /// `idle_in_transaction_session_timeout`.
+    pub idle_in_transaction_ms: u64,
+}
+
 /// An open transaction.
-pub type TxnId = u64;
-
-/// The autocommitted `UPDATE`s of the lease row (`worker/src/pg/lease.rs`).
-/// Each reads the clock once, in a CTE at statement start, and keeps that
-/// reading if it has to wait for the row: expiry is judged at the start,
-/// a new expiry is the start plus the TTL, and the `WHERE` is re-checked
-/// against the row as the waited-for transactions left it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LeaseStatement {
-    /// `ACQUIRE`: grants iff the row is released or expired at the start.
-    Acquire {
-        /// The caller's owner id.
-        owner: String,
-    },
-    /// `RENEW`: the next token iff `lease` is exactly the row, unexpired at
-    /// the start.
-    Renew {
-        /// The lease sent.
-        lease: Lease,
-    },
-    /// `RELEASE`: clears the owner iff `lease` is exactly the row
-    /// (compare-and-set, no clock).
-    Release {
-        /// The lease sent.
-        lease: Lease,
-    },
-    /// The injected revoke (an operator or a failover taking the lease):
-    /// like `RELEASE`, but only while the lease is unexpired at the start.
-    Revoke {
-        /// The lease taken.
-        lease: Lease,
-    },
+#[derive(Debug, Clone)]
+pub(super) struct Txn {
+    /// Its client's session; `None` for another client the bounds do not
+    /// govern (the held-rows fault).
+    pub session: Option<SessionId>,
+    /// Rows its `DELETE` locked, to go at `COMMIT`.
+    pub deleted: Vec<RowRec>,
+    /// Rows it only locked (`SELECT ... FOR UPDATE`), freed at its end.
+    pub held: Vec<RowRec>,
+    /// Its fence holds the lease row's share lock.
+    pub fenced: bool,
+    /// Its statement in flight.
+    pub busy: Option<StatementId>,
+    /// Idle (no statement in flight) since then.
+    pub idle_since_ms: i64,
+    /// A statement failed: only `ROLLBACK` (or a `COMMIT`, which rolls
+    /// back) is left; it holds no locks.
+    pub aborted: bool,
+    /// Its session closed while a statement ran: roll back when it ends.
+    pub roll_back_when_idle: bool,
 }
 
-/// What a lease statement did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LeaseAnswer {
-    /// An acquire or renewal granted this lease.
-    Granted(Lease),
-    /// An acquire or renewal matched no row: no lease.
-    Refused,
-    /// A release or revoke; `cleared` if it matched and cleared the owner.
-    Cleared {
-        /// Whether the owner was cleared.
-        cleared: bool,
-    },
-}
-
-/// A lease statement that has been applied (and committed).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Applied {
-    /// The caller's number for it.
-    pub id: StatementId,
-    /// The statement.
-    pub statement: LeaseStatement,
-    /// The clock its CTE read, at statement start.
+/// A statement the server is working on.
+#[derive(Debug, Clone)]
+pub(super) struct Running {
+    pub session: SessionId,
     pub started_ms: i64,
-    /// When it took the row and committed.
-    pub applied_ms: i64,
-    /// What it did.
-    pub answer: LeaseAnswer,
+    pub kind: Kind,
+    pub phase: Phase,
 }
 
 #[derive(Debug, Clone)]
-struct Waiting {
-    id: StatementId,
-    statement: LeaseStatement,
-    started_ms: i64,
+pub(super) enum Kind {
+    Lease {
+        statement: LeaseStatement,
+        commit_ms: u64,
+    },
+    Fence {
+        txn: TxnId,
+        token: u64,
+    },
+    Delete {
+        txn: TxnId,
+        rows: Vec<RowRec>,
+    },
+    Commit {
+        txn: TxnId,
+    },
 }
 
-/// An open transaction.
-#[derive(Debug, Clone, Default)]
-struct Txn {
-    /// Rows its `DELETE` locked, to go at `COMMIT`.
-    deleted: Vec<RowRec>,
-    /// Rows it only locked (`SELECT ... FOR UPDATE`), to be freed at its end.
-    held: Vec<RowRec>,
+#[derive(Debug, Clone)]
+pub(super) enum Phase {
+    /// Queued for the lease row; `blocker` is whom this attempt waits for
+    /// (`None`: the tuple lock, behind the statement at the head).
+    Waiting {
+        attempt: u32,
+        since_ms: i64,
+        blocker: Option<Holder>,
+    },
+    /// A `DELETE` working until then.
+    Working { until_ms: i64 },
+    /// Its commit is being flushed and sent to the standby: its locks stay.
+    Committing {
+        ready_ms: i64,
+        pending: Box<Pending>,
+    },
+}
+
+/// What a commit makes visible once durable.
+#[derive(Debug, Clone)]
+pub(super) enum Pending {
+    Lease { applied: Applied, table: LeaseTable },
+    Txn,
 }
 
 /// One PostgreSQL database holding the lease row and the records.
 #[derive(Debug, Clone)]
 pub struct Database {
-    lease: LeaseTable,
-    lock: RowLock<Waiting>,
-    records: Records,
-    txns: BTreeMap<TxnId, Txn>,
+    /// The lease row as committed (what a snapshot sees).
+    pub(super) lease: LeaseTable,
+    pub(super) lock: RowLock,
+    pub(super) records: Records,
+    pub(super) txns: BTreeMap<TxnId, Txn>,
+    pub(super) statements: BTreeMap<StatementId, Running>,
+    pub(super) bounds: Bounds,
+    /// The synchronous standby acknowledges commits.
+    pub(super) standby_answers: bool,
     next_txn: TxnId,
+    pub(super) now_ms: i64,
 }
 
 impl Database {
     /// A database whose lease row grants leases of `lease_ttl_ms`, with
-    /// `records` in its table.
-    pub fn new(lease_ttl_ms: u64, records: Records) -> Self {
+    /// `records` in its table, enforcing `bounds`, at time 0.
+    pub fn new(lease_ttl_ms: u64, records: Records, bounds: Bounds) -> Self {
         Self {
             lease: LeaseTable::new(lease_ttl_ms),
             lock: RowLock::default(),
             records,
             txns: BTreeMap::new(),
+            statements: BTreeMap::new(),
+            bounds,
+            standby_answers: true,
             next_txn: 0,
+            now_ms: i64::MIN,
         }
     }
 
@@ -131,67 +153,112 @@ impl Database {
         self.records.insert(created_at_ms)
     }
 
-    /// Runs `statement`, started at `started_ms`: applied at once if the
-    /// row is free, otherwise queued behind the fence holders and earlier
-    /// waiters (`None`) until a commit or rollback frees it.
-    pub fn update_lease(
+    /// Statement `id` arrives on `session` at `now_ms`.
+    pub fn submit(
         &mut self,
+        now_ms: i64,
         id: StatementId,
-        statement: LeaseStatement,
-        started_ms: i64,
-    ) -> Option<Applied> {
-        let waiting = Waiting {
-            id,
-            statement,
-            started_ms,
-        };
-        if self.lock.free_for_update() || !self.locks_row(&waiting.statement, started_ms) {
-            Some(self.apply(waiting, started_ms))
-        } else {
-            self.lock.wait(waiting);
-            None
-        }
-    }
-
-    /// Whether the statement must lock the row, and so wait for its holders.
-    /// `INSERT ... ON CONFLICT DO UPDATE` locks the conflicting row before
-    /// it evaluates its `WHERE`, so an acquire always waits. A plain
-    /// `UPDATE` first reads the row from its statement-start snapshot and
-    /// locks it only if its `WHERE` matches there: a renewal or release
-    /// naming a lease that is not the row's finds nothing and returns at
-    /// once, without waiting.
-    fn locks_row(&self, statement: &LeaseStatement, started_ms: i64) -> bool {
-        match statement {
-            LeaseStatement::Acquire { .. } => true,
-            LeaseStatement::Renew { lease } | LeaseStatement::Revoke { lease } => {
-                self.lease.holder(started_ms) == Some(lease)
+        session: SessionId,
+        request: Request,
+    ) -> Vec<Timed> {
+        let mut out = self.advance_to(now_ms);
+        assert!(
+            !self.statements.contains_key(&id),
+            "statement {id} submitted twice"
+        );
+        match request {
+            Request::Lease {
+                statement,
+                commit_ms,
+            } => self.submit_lease(now_ms, id, session, statement, commit_ms, &mut out),
+            Request::Begin => {
+                let txn = self.open(Some(session), now_ms);
+                let answer = Ok(Answer::Begun(txn));
+                super::emit(&mut out, now_ms, Effect::Done { id, answer });
             }
-            LeaseStatement::Release { lease } => self.lease.stored() == Some(lease),
+            Request::Fence { txn, token } => {
+                self.submit_fence(now_ms, id, session, txn, token, &mut out);
+            }
+            Request::Delete {
+                txn,
+                older_than_ms,
+                limit,
+                work_ms,
+            } => {
+                let work = (older_than_ms, limit, work_ms);
+                self.submit_delete(now_ms, id, session, txn, work, &mut out);
+            }
+            Request::Commit { txn, commit_ms } => {
+                self.submit_commit(now_ms, id, session, txn, commit_ms, &mut out);
+            }
+            Request::Rollback { txn } => self.submit_rollback(now_ms, id, txn, &mut out),
         }
+        self.pump(now_ms, &mut out);
+        // Work of no duration ends now.
+        out.extend(self.advance_to(now_ms));
+        out
     }
 
-    /// Statement `id` stops waiting for the row, unapplied (its lock wait
-    /// or statement bound ran out, or its client cancelled it); `false` if
-    /// it was not waiting (already applied).
-    pub fn give_up_waiting(&mut self, id: StatementId) -> bool {
-        self.lock.give_up(|waiting| waiting.id == id).is_some()
+    /// The synchronous standby starts (`true`) or stops acknowledging
+    /// commits at `now_ms`; while it does not, every commit that wrote
+    /// something waits, holding its locks.
+    pub fn set_standby(&mut self, now_ms: i64, answers: bool) -> Vec<Timed> {
+        let mut out = self.advance_to(now_ms);
+        self.standby_answers = answers;
+        out.extend(self.advance_to(now_ms));
+        out
     }
 
-    /// Lease statements waiting for the row, oldest first.
-    pub fn waiting(&self) -> Vec<StatementId> {
-        self.lock.waiters().map(|waiting| waiting.id).collect()
-    }
-
-    /// Open transactions holding the fence's share lock, lowest first.
-    pub fn fence_holders(&self) -> Vec<TxnId> {
-        self.lock.sharers().collect()
-    }
-
-    /// `BEGIN` (READ COMMITTED).
-    pub fn begin(&mut self) -> TxnId {
+    /// Opens a transaction.
+    pub(super) fn open(&mut self, session: Option<SessionId>, now_ms: i64) -> TxnId {
         self.next_txn += 1;
-        self.txns.insert(self.next_txn, Txn::default());
+        let txn = Txn {
+            session,
+            deleted: Vec::new(),
+            held: Vec::new(),
+            fenced: false,
+            busy: None,
+            idle_since_ms: now_ms,
+            aborted: false,
+            roll_back_when_idle: false,
+        };
+        self.txns.insert(self.next_txn, txn);
         self.next_txn
+    }
+
+    /// Another client of the database locks the `limit` oldest rows `FOR
+    /// UPDATE SKIP LOCKED` in a transaction of its own (no bounds): its id
+    /// and how many rows it got, after what the server did before it.
+    pub fn lock_rows(&mut self, now_ms: i64, limit: u32) -> (TxnId, u64, Vec<Timed>) {
+        let out = self.advance_to(now_ms);
+        let txn = self.open(None, now_ms);
+        let rows = self.records.lock_oldest(txn, i64::MAX, limit);
+        let count = rows.len() as u64;
+        self.txns.get_mut(&txn).expect("just opened").held = rows;
+        (txn, count, out)
+    }
+
+    /// That client ends its transaction.
+    pub fn end_other(&mut self, now_ms: i64, txn: TxnId) -> Vec<Timed> {
+        let mut out = self.advance_to(now_ms);
+        self.end_txn(txn, now_ms, &mut out);
+        self.pump(now_ms, &mut out);
+        out
+    }
+
+    /// Lease statements and fences waiting for the row, oldest first.
+    pub fn waiting(&self) -> Vec<StatementId> {
+        self.lock.waiting().collect()
+    }
+
+    /// Open transactions holding the fence's share lock, in fence order.
+    pub fn fence_holders(&self) -> Vec<TxnId> {
+        self.lock.sharers().to_vec()
+    }
+
+    /// Whether `txn` is open (an aborted one is, until it ends).
+    pub fn is_open(&self, txn: TxnId) -> bool {
+        self.txns.contains_key(&txn)
     }
 
     /// Rows `txn`'s delete has locked (0 for a transaction not open).
@@ -200,115 +267,4 @@ impl Database {
             .get(&txn)
             .map_or(0, |open| open.deleted.len() as u64)
     }
-
-    /// Whether `txn` is open.
-    pub fn is_open(&self, txn: TxnId) -> bool {
-        self.txns.contains_key(&txn)
-    }
-
-    /// `FENCE` (`worker/src/pg/records.rs`): `SELECT ... FOR SHARE` of the
-    /// lease row iff `token` is its current token, unexpired at `now_ms`
-    /// (the CTE's clock, read at statement start; the share lock never
-    /// waits, since no update holds the row past its own instant). A fence
-    /// that fails takes no lock, and says why from the row as it is.
-    pub fn fence(&mut self, txn: TxnId, token: u64, now_ms: i64) -> Result<(), FenceRejection> {
-        assert!(self.is_open(txn), "fence outside a transaction");
-        self.lease.check_fence(token, now_ms)?;
-        self.lock.share(txn);
-        Ok(())
-    }
-
-    /// `DELETE_OLDEST`: the oldest rows older than the cutoff that no other
-    /// transaction holds (`FOR UPDATE SKIP LOCKED`), at most `limit`, locked
-    /// by `txn` until it ends. Their removal shows at `COMMIT`.
-    pub fn delete_oldest(&mut self, txn: TxnId, older_than_ms: i64, limit: u32) -> Vec<RowRec> {
-        let rows = self.records.lock_oldest(txn, older_than_ms, limit);
-        let open = self
-            .txns
-            .get_mut(&txn)
-            .expect("delete outside a transaction");
-        open.deleted.extend_from_slice(&rows);
-        rows
-    }
-
-    /// `SELECT ... FOR UPDATE SKIP LOCKED` of the `limit` oldest rows, as
-    /// another client of the database might run: the rows stay, locked by
-    /// `txn` until it ends.
-    pub fn lock_oldest(&mut self, txn: TxnId, limit: u32) -> Vec<RowRec> {
-        let rows = self.records.lock_oldest(txn, i64::MAX, limit);
-        let open = self
-            .txns
-            .get_mut(&txn)
-            .expect("a lock outside a transaction");
-        open.held.extend_from_slice(&rows);
-        rows
-    }
-
-    /// `COMMIT` at `now_ms`: `txn`'s deleted rows go, its locks end, and the
-    /// lease statements that were waiting for the row apply now. Returns
-    /// the rows deleted and the statements applied, in order.
-    pub fn commit(&mut self, txn: TxnId, now_ms: i64) -> (Vec<RowRec>, Vec<Applied>) {
-        let open = self
-            .txns
-            .remove(&txn)
-            .expect("commit of an open transaction");
-        self.records.remove_locked(txn, &open.deleted);
-        self.records.unlock(txn, &open.held);
-        (open.deleted, self.end_locks(txn, now_ms))
-    }
-
-    /// `ROLLBACK` at `now_ms` (asked for, or the server's when the
-    /// connection is gone): `txn`'s rows stay and its locks end; waiting
-    /// statements apply. A transaction already ended is left alone.
-    pub fn rollback(&mut self, txn: TxnId, now_ms: i64) -> Vec<Applied> {
-        let Some(open) = self.txns.remove(&txn) else {
-            return Vec::new();
-        };
-        self.records.unlock(txn, &open.deleted);
-        self.records.unlock(txn, &open.held);
-        self.end_locks(txn, now_ms)
-    }
-
-    fn end_locks(&mut self, txn: TxnId, now_ms: i64) -> Vec<Applied> {
-        self.lock.unshare(txn);
-        let mut applied = Vec::new();
-        while let Some(waiting) = self.lock.next_ready() {
-            applied.push(self.apply(waiting, now_ms));
-        }
-        applied
-    }
-
-    /// Applies a statement that holds the row, judged at its start.
-    fn apply(&mut self, waiting: Waiting, applied_ms: i64) -> Applied {
-        let Waiting {
-            id,
-            statement,
-            started_ms,
-        } = waiting;
-        let at = started_ms;
-        let answer = match &statement {
-            LeaseStatement::Acquire { owner } => granted(self.lease.acquire(owner, at)),
-            LeaseStatement::Renew { lease } => granted(self.lease.renew(lease, at)),
-            LeaseStatement::Release { lease } => LeaseAnswer::Cleared {
-                cleared: self.lease.release(lease),
-            },
-            LeaseStatement::Revoke { lease } => {
-                let current = self.lease.holder(at) == Some(lease);
-                LeaseAnswer::Cleared {
-                    cleared: current && self.lease.release(lease),
-                }
-            }
-        };
-        Applied {
-            id,
-            statement,
-            started_ms,
-            applied_ms,
-            answer,
-        }
-    }
-}
-
-fn granted(lease: Option<Lease>) -> LeaseAnswer {
-    lease.map_or(LeaseAnswer::Refused, LeaseAnswer::Granted)
 }

@@ -1,85 +1,127 @@
-//! The lease row's lock, by PostgreSQL's row-lock rules for the two modes
-//! the adapters take on it: `FOR SHARE` (the fence, held to the end of the
+//! The lease row's lock, by PostgreSQL's row-lock rules for the modes the
+//! adapters take on it: `FOR SHARE` (the fence, held to the end of the
 //! delete's transaction) and `FOR NO KEY UPDATE` (every grant, renewal and
-//! release is an `UPDATE` of non-key columns, autocommitted).
+//! release, and an acquire whose `ON CONFLICT ... WHERE` is false, held
+//! until that statement's commit is durable).
 //!
 //! - Share locks are compatible with each other; an update conflicts with
-//!   every share holder and waits until none is left.
-//! - Updates that wait queue in arrival order (PostgreSQL's tuple lock
-//!   hands the row to the longest waiter first).
-//! - A share request is granted at once when only updates are waiting:
-//!   PostgreSQL sleeps only on a lock that conflicts with the row's current
-//!   holders, so share lockers pass a queued update (observed on a real
-//!   server by `sim/tests/real/concurrent.rs`).
-//! - An autocommitted update holds the row only for its own instant, so a
-//!   share request never finds one holding it.
+//!   every holder and with the update that holds the row.
+//! - A statement that must wait first queues for the row's tuple lock, in
+//!   arrival order (PostgreSQL's heavyweight lock queue); the one at the
+//!   head then waits for each holder in turn: the committing update, then
+//!   the share holders oldest first (the members of the row's multixact, in
+//!   transaction-id order; the fence is a transaction's first write, so
+//!   that is the order the fences came in).
+//! - A share request passes waiting updates when only share holders hold
+//!   the row (PostgreSQL sleeps only on a lock that conflicts with the
+//!   row's current holders; observed by `sim/tests/real/concurrent.rs`),
+//!   and queues like an update while an update holds it.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
+
+use super::statement::{Holder, StatementId, TxnId};
 
 /// Who holds the lease row and who waits for it.
-#[derive(Debug, Clone)]
-pub struct RowLock<W> {
-    share: BTreeSet<u64>,
-    waiting: VecDeque<W>,
+#[derive(Debug, Clone, Default)]
+pub struct RowLock {
+    /// Transactions holding `FOR SHARE`, in the order they took it.
+    share: Vec<TxnId>,
+    /// The update holding the row until its commit is durable.
+    exclusive: Option<StatementId>,
+    /// Statements waiting, in arrival order; the first holds the tuple lock.
+    queue: VecDeque<StatementId>,
 }
 
-impl<W> Default for RowLock<W> {
-    fn default() -> Self {
-        Self {
-            share: BTreeSet::new(),
-            waiting: VecDeque::new(),
+impl RowLock {
+    /// `FOR SHARE` for `txn`, held until [`RowLock::unshare`].
+    pub fn share(&mut self, txn: TxnId) {
+        assert!(self.exclusive.is_none(), "a share lock beside an update");
+        if !self.share.contains(&txn) {
+            self.share.push(txn);
         }
     }
-}
 
-impl<W> RowLock<W> {
-    /// `FOR SHARE` for transaction `txn`, held until [`RowLock::unshare`].
-    pub fn share(&mut self, txn: u64) {
-        self.share.insert(txn);
+    /// Ends `txn`'s share lock, if it has one.
+    pub fn unshare(&mut self, txn: TxnId) {
+        self.share.retain(|&holder| holder != txn);
     }
 
-    /// Transactions holding share locks, lowest id first.
-    pub fn sharers(&self) -> impl Iterator<Item = u64> + '_ {
-        self.share.iter().copied()
+    /// Transactions holding share locks, in the order they took them.
+    pub fn sharers(&self) -> &[TxnId] {
+        &self.share
     }
 
-    /// Ends `txn`'s share lock (commit or rollback).
-    pub fn unshare(&mut self, txn: u64) {
-        self.share.remove(&txn);
+    /// The update `id` holds the row until [`RowLock::release_exclusive`].
+    pub fn hold_exclusive(&mut self, id: StatementId) {
+        assert!(
+            self.exclusive.is_none() && self.share.is_empty(),
+            "an update took a row others hold"
+        );
+        self.exclusive = Some(id);
     }
 
-    /// Whether an update arriving now may take the row at once: no share
-    /// holder, and nobody queued ahead of it.
+    /// The update `id` is durable: the row is free of it.
+    pub fn release_exclusive(&mut self, id: StatementId) {
+        assert_eq!(self.exclusive, Some(id), "released by a statement not holding it");
+        self.exclusive = None;
+    }
+
+    /// Everyone holding the row: the committing update first, then the
+    /// share holders.
+    pub fn holders(&self) -> Vec<Holder> {
+        let exclusive = self.exclusive.map(Holder::Statement);
+        exclusive
+            .into_iter()
+            .chain(self.share.iter().map(|&txn| Holder::Txn(txn)))
+            .collect()
+    }
+
+    /// Whether an update arriving now takes the row at once.
     pub fn free_for_update(&self) -> bool {
-        self.share.is_empty() && self.waiting.is_empty()
+        self.exclusive.is_none() && self.share.is_empty() && self.queue.is_empty()
     }
 
-    /// Queues an update behind the row's holders and earlier waiters.
-    pub fn wait(&mut self, waiter: W) {
-        self.waiting.push_back(waiter);
+    /// Whether a share request arriving now takes the row at once.
+    pub fn free_for_share(&self) -> bool {
+        self.exclusive.is_none()
     }
 
-    /// Takes the first waiter `matches` picks out of the queue (its
-    /// statement failed: a lock timeout, a cancel); the rest keep their
-    /// order.
-    pub fn give_up(&mut self, matches: impl Fn(&W) -> bool) -> Option<W> {
-        let index = self.waiting.iter().position(matches)?;
-        self.waiting.remove(index)
-    }
-
-    /// Updates waiting, oldest first.
-    pub fn waiters(&self) -> impl Iterator<Item = &W> {
-        self.waiting.iter()
-    }
-
-    /// The next waiter, if the row is free for it: every update holds the
-    /// row only for its own instant, so once the last share lock is gone
-    /// the whole queue goes through, in order.
-    pub fn next_ready(&mut self) -> Option<W> {
-        if self.share.is_empty() {
-            self.waiting.pop_front()
+    /// What the statement at the head of the queue waits for now: an update
+    /// for the committing update, else the oldest share holder; a share
+    /// request only for the committing update. `None`: it takes the row.
+    pub fn head_blocker(&self, update: bool) -> Option<Holder> {
+        if let Some(id) = self.exclusive {
+            return Some(Holder::Statement(id));
+        }
+        if update {
+            self.share.first().map(|&txn| Holder::Txn(txn))
         } else {
             None
         }
+    }
+
+    /// Queues `id` behind everyone waiting.
+    pub fn enqueue(&mut self, id: StatementId) {
+        self.queue.push_back(id);
+    }
+
+    /// The statement at the head of the queue.
+    pub fn head(&self) -> Option<StatementId> {
+        self.queue.front().copied()
+    }
+
+    /// Takes `id` out of the queue (it got the row, or gave up); the rest
+    /// keep their order. `false` if it was not waiting.
+    pub fn dequeue(&mut self, id: StatementId) -> bool {
+        let Some(index) = self.queue.iter().position(|&waiting| waiting == id) else {
+            return false;
+        };
+        self.queue.remove(index);
+        true
+    }
+
+    /// Statements waiting, oldest first.
+    pub fn waiting(&self) -> impl Iterator<Item = StatementId> + '_ {
+        self.queue.iter().copied()
     }
 }

@@ -153,6 +153,17 @@ pub enum FaultEvent {
         /// How many of the oldest rows it locks.
         rows: u32,
     },
+    /// The database's synchronous standby stops answering at `at_ms` for
+    /// `for_ms`: every commit that wrote something (a lease statement that
+    /// locked the row, a delete's `COMMIT`) waits, holding its locks, until
+    /// it answers again or the client cancels the wait. PostgreSQL has no
+    /// timeout for that wait.
+    StallStandby {
+        /// When the standby stops answering.
+        at_ms: u64,
+        /// For how long.
+        for_ms: u64,
+    },
     /// `callers` tasks call `stop()` the moment replica `replica` issues its
     /// `nth` call of `op`, so that stop races that call in flight.
     StopDuring {
@@ -176,7 +187,7 @@ impl FaultEvent {
             | Self::Stop { replica, .. }
             | Self::StopDuring { replica, .. }
             | Self::CallFault { replica, .. } => Some(*replica),
-            Self::HoldRows { .. } => None,
+            Self::HoldRows { .. } | Self::StallStandby { .. } => None,
         }
     }
 
@@ -186,7 +197,8 @@ impl FaultEvent {
             Self::Pause { at_ms, .. }
             | Self::Crash { at_ms, .. }
             | Self::Stop { at_ms, .. }
-            | Self::HoldRows { at_ms, .. } => Some(*at_ms),
+            | Self::HoldRows { at_ms, .. }
+            | Self::StallStandby { at_ms, .. } => Some(*at_ms),
             Self::StopDuring { .. } | Self::CallFault { .. } => None,
         }
     }

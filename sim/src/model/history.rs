@@ -249,6 +249,14 @@ pub enum EventKind {
         /// Rows it had locked.
         rows: u64,
     },
+    /// The database's synchronous standby stopped answering for `for_ms`:
+    /// commits that wrote something wait, holding their locks.
+    StandbyStalled {
+        /// For how long.
+        for_ms: u64,
+    },
+    /// The standby answers again: waiting commits complete.
+    StandbyResumed,
     /// The database rolled back call `call`'s transaction (asked by a
     /// client that gave up or was fenced, or on its own when the client's
     /// connection was gone); `rows` it had deleted are back.

@@ -70,6 +70,8 @@ pub(super) fn wrong_actor(event: &Event) -> Option<&'static str> {
         | K::Fenced { .. }
         | K::RowsHeld { .. }
         | K::RowsFreed { .. }
+        | K::StandbyStalled { .. }
+        | K::StandbyResumed
         | K::RolledBack { .. } => (|a| *a == Actor::Db, "the database"),
         K::LockWait { .. } | K::Aborted { .. } => (
             |a| matches!(a, Actor::Lease | Actor::Db),
@@ -99,7 +101,9 @@ pub(super) fn effect_ops(kind: &EventKind) -> Option<&'static [&'static str]> {
         K::Revoked { .. } => &["renew"],
         K::Released { .. } => &["release"],
         K::Deleted { .. } | K::Fenced { .. } | K::RolledBack { .. } => &["delete"],
-        K::Refused { .. } | K::LockWait { .. } => &["acquire", "renew", "release"],
+        K::Refused { .. } => &["acquire", "renew", "release"],
+        // A fence waits for an update that holds the row until durable.
+        K::LockWait { .. } => &["acquire", "renew", "release", "delete"],
         _ => return None,
     })
 }

@@ -38,6 +38,8 @@ pub fn check_ranges(spec: &RunSpec) -> Result<(), SpecError> {
         ("rpc_timeout_ms".into(), spec.rpc_timeout_ms, 1..=HOUR_MS),
         ("db_batch_ms_min".into(), spec.db_batch_ms_min, 0..=HOUR_MS),
         ("db_batch_ms_max".into(), spec.db_batch_ms_max, 0..=HOUR_MS),
+        ("db_commit_ms_min".into(), spec.db_commit_ms_min, 0..=HOUR_MS),
+        ("db_commit_ms_max".into(), spec.db_commit_ms_max, 0..=HOUR_MS),
         (
             "statement_timeout_ms".into(),
             spec.statement_timeout_ms,
@@ -135,6 +137,7 @@ fn event_fields(event: &FaultEvent) -> Vec<(&'static str, u64, RangeInclusive<u6
             ("request_delay_ms", *request_delay_ms, ms.clone()),
             ("reply_delay_ms", *reply_delay_ms, ms),
         ],
+        FaultEvent::StallStandby { for_ms, .. } => vec![("for_ms", *for_ms, ms)],
         FaultEvent::HoldRows { for_ms, rows, .. } => vec![
             ("for_ms", *for_ms, ms),
             ("rows", (*rows).into(), 0..=MAX_ROWS),

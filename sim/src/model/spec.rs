@@ -44,6 +44,14 @@ pub struct RunSpec {
     pub db_batch_ms_min: u64,
     /// See `db_batch_ms_min`.
     pub db_batch_ms_max: u64,
+    /// Each commit that wrote something (every lease statement that locked
+    /// the row, every delete's `COMMIT`) is durable after a time uniform in
+    /// `db_commit_ms_min..=db_commit_ms_max`: its flush and the synchronous
+    /// standby's acknowledgement, during which it keeps its locks. Default
+    /// 0: commits are instant.
+    pub db_commit_ms_min: u64,
+    /// See `db_commit_ms_min`.
+    pub db_commit_ms_max: u64,
     /// The worker's configuration, shared by every replica.
     pub worker: WorkerSpec,
     /// Faults; all off by default.
@@ -77,6 +85,8 @@ impl Default for RunSpec {
             idle_in_transaction_timeout_ms: 500,
             db_batch_ms_min: 50,
             db_batch_ms_max: 400,
+            db_commit_ms_min: 0,
+            db_commit_ms_max: 0,
             worker: WorkerSpec::default(),
             faults: FaultConfig::default(),
             events: Vec::new(),
@@ -196,6 +206,13 @@ impl RunSpec {
                 self.db_batch_ms_min, self.db_batch_ms_max
             );
             return fail("db_batch_ms_min".into(), problem);
+        }
+        if self.db_commit_ms_min > self.db_commit_ms_max {
+            let problem = format!(
+                "{} is above db_commit_ms_max {}",
+                self.db_commit_ms_min, self.db_commit_ms_max
+            );
+            return fail("db_commit_ms_min".into(), problem);
         }
         if !self.skews_ms.is_empty() && self.skews_ms.len() != self.replicas as usize {
             let problem = format!(

@@ -150,6 +150,9 @@ fn describe_event(event: &FaultEvent) -> String {
             for_ms,
             rows,
         } => format!("another client locks the {rows} oldest rows at {at_ms} ms for {for_ms} ms"),
+        FaultEvent::StallStandby { at_ms, for_ms } => {
+            format!("the synchronous standby stops answering at {at_ms} ms for {for_ms} ms")
+        }
         FaultEvent::CallFault {
             replica,
             op,

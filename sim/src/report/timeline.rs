@@ -163,6 +163,16 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
             format!("another client locks {rows} oldest rows for {for_ms} ms"),
         ),
         K::RowsFreed { rows } => ("rows freed".into(), None, format!("{rows} rows unlocked")),
+        K::StandbyStalled { for_ms } => (
+            "STANDBY".into(),
+            None,
+            format!("the synchronous standby stops answering for {for_ms} ms: commits wait"),
+        ),
+        K::StandbyResumed => (
+            "standby".into(),
+            None,
+            "the standby answers again".into(),
+        ),
         K::RolledBack { call, rows } => (
             "rolled back".into(),
             None,

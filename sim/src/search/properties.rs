@@ -124,6 +124,8 @@ pub fn event() -> impl Strategy<Value = FaultEvent> {
                 rows,
             }
         }),
+        (at.clone(), 100..5_000u64)
+            .prop_map(|(at_ms, for_ms)| FaultEvent::StallStandby { at_ms, for_ms }),
         (replica, op, 1..=6u32, outcome(), 0..3_000u64, 0..3_000u64).prop_map(
             |(replica, op, nth, outcome, request_delay_ms, reply_delay_ms)| {
                 // A revoke only means something for a renewal.
@@ -155,7 +157,9 @@ fn fold(mut event: FaultEvent, replicas: u32, duration_ms: u64) -> FaultEvent {
             *replica = (*replica - 1) % replicas + 1;
             *at_ms %= duration_ms;
         }
-        FaultEvent::HoldRows { at_ms, .. } => *at_ms %= duration_ms,
+        FaultEvent::HoldRows { at_ms, .. } | FaultEvent::StallStandby { at_ms, .. } => {
+            *at_ms %= duration_ms;
+        }
         FaultEvent::StopDuring { replica, .. } | FaultEvent::CallFault { replica, .. } => {
             *replica = (*replica - 1) % replicas + 1;
         }

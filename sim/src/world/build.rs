@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::clock::SimClock;
-use super::db_node::{Bounds, DbNode};
+use super::db_node::{DbNode, DbTiming};
 use super::inject::{inject, settle_stops};
 use super::recorder::Recorder;
 use super::replica::{ReplicaCtx, replica_process};
@@ -19,7 +19,7 @@ use super::seam::WorkerFactory;
 use super::services::database;
 use super::session::Kernel;
 use crate::calls::{CallLedger, FaultDraws};
-use crate::db::Records;
+use crate::db::{Bounds, Records};
 use crate::model::{Actor, EventKind, FaultEvent, Header, History, RunSpec};
 
 /// A fresh madsim runtime for `spec`: its seed, its network, and a time
@@ -107,16 +107,20 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
 
     let rows = seed_rows(&spec, &mut plan_rng);
     let initial_rows = rows.len() as u64;
-    let db = Arc::new(DbNode::new(
-        spec.worker.lease_ttl_ms,
-        rows,
-        recorder.clone(),
-        spec.db_batch_ms_min..=spec.db_batch_ms_max,
-        Bounds {
+    let timing = DbTiming {
+        batch_ms: spec.db_batch_ms_min..=spec.db_batch_ms_max,
+        commit_ms: spec.db_commit_ms_min..=spec.db_commit_ms_max,
+        bounds: Bounds {
             statement_ms: spec.statement_timeout_ms,
             lock_ms: spec.lock_timeout_ms,
             idle_in_transaction_ms: spec.idle_in_transaction_timeout_ms,
         },
+    };
+    let db = Arc::new(DbNode::new(
+        spec.worker.lease_ttl_ms,
+        rows,
+        recorder.clone(),
+        timing,
         spec.seed ^ 0xDB,
     ));
     let service_nodes = start_services(&handle, &spec, &db);

@@ -21,6 +21,12 @@ impl SimClock {
         }
     }
 
+    /// The simulated instant at which this clock reads `at_ms`.
+    pub fn instant_at(&self, at_ms: i64) -> madsim::time::Instant {
+        let since_origin_ms = u64::try_from(at_ms.saturating_sub(self.skew_ms)).unwrap_or(0);
+        self.origin + Duration::from_millis(since_origin_ms)
+    }
+
     /// A clock sharing `self`'s origin with a different skew.
     pub fn skewed(&self, skew_ms: i64) -> Self {
         Self {

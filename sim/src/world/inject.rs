@@ -24,14 +24,20 @@ pub(crate) async fn inject(
         madsim::time::sleep(Duration::from_millis(wait_ms))
     };
     let Some(index) = event.replica() else {
-        if let FaultEvent::HoldRows {
-            at_ms,
-            for_ms,
-            rows,
-        } = event
-        {
-            sleep_until(at_ms).await;
-            db.hold_rows(rows, for_ms).await;
+        match event {
+            FaultEvent::HoldRows {
+                at_ms,
+                for_ms,
+                rows,
+            } => {
+                sleep_until(at_ms).await;
+                db.hold_rows(rows, for_ms).await;
+            }
+            FaultEvent::StallStandby { at_ms, for_ms } => {
+                sleep_until(at_ms).await;
+                db.stall_standby(for_ms).await;
+            }
+            _ => {}
         }
         return;
     };
@@ -74,7 +80,8 @@ pub(crate) async fn inject(
         }
         FaultEvent::StopDuring { .. }
         | FaultEvent::CallFault { .. }
-        | FaultEvent::HoldRows { .. } => {}
+        | FaultEvent::HoldRows { .. }
+        | FaultEvent::StallStandby { .. } => {}
     }
 }
 

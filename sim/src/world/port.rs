@@ -12,7 +12,7 @@ use retention_worker::{CallError, CallErrorKind, Lease, LeaseService, RecordsRep
 use super::replica::ReplicaCtx;
 use super::session::Session;
 use super::wire::{
-    AcquireReq, BeginReq, Caller, CommitReq, DeleteReq, FenceReq, ReleaseReq, RenewReq,
+    AcquireReq, BeginReq, Caller, CommitReq, Committed, DeleteReq, FenceReq, ReleaseReq, RenewReq,
     RollbackReq, ServerError, from_rec, to_rec,
 };
 use crate::calls::CallFaults;
@@ -127,7 +127,15 @@ impl SimPort {
         // As tokio-postgres: once COMMIT is sent, no ROLLBACK follows it.
         open.closed();
         let committed = session.call(CommitReq { caller, txn }).await?;
-        let rows = committed.map_err(server_error)?;
+        let rows = match committed.map_err(server_error)? {
+            Committed::Rows(rows) => rows,
+            // tokio-postgres reports this as success: the adapter must never
+            // send COMMIT after a statement of the transaction failed, and
+            // it does not (every failure above returns before COMMIT).
+            Committed::RolledBack => {
+                panic!("COMMIT of call {} found its transaction aborted", caller.call)
+            }
+        };
         sleep_ms(faults.reply_delay_ms).await;
         if faults.ambiguous {
             return Err(CallError::ambiguous("injected: applied, reply lost"));

@@ -30,6 +30,11 @@ impl Recorder {
         self.clock.now_ms()
     }
 
+    /// The simulated instant at which the run's clock reads `at_ms`.
+    pub fn instant_at(&self, at_ms: i64) -> madsim::time::Instant {
+        self.clock.instant_at(at_ms)
+    }
+
     pub fn enabled(&self) -> bool {
         self.enabled
     }

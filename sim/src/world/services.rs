@@ -70,22 +70,38 @@ pub(crate) async fn database(node: Arc<DbNode>, arrivals_per_sec: u32) {
                 .map(|_| ())
         }
     });
-    serve_now(&endpoint, &node, |n, req: BeginReq| n.begin(req.caller));
-    serve_now(&endpoint, &node, |n, req: FenceReq| {
-        n.fence(req.caller, req.txn, req.token)
+    let n = node.clone();
+    endpoint.add_rpc_handler(move |req: BeginReq| {
+        let n = n.clone();
+        async move { n.begin(req.caller).await }
+    });
+    let n = node.clone();
+    endpoint.add_rpc_handler(move |req: FenceReq| {
+        let n = n.clone();
+        async move { n.fence(req.caller, req.txn, req.token).await }
     });
     let n = node.clone();
     endpoint.add_rpc_handler(move |req: DeleteReq| {
         let n = n.clone();
-        async move { n.delete(req.txn, req.older_than_ms, req.limit).await }
+        async move {
+            n.delete(req.caller, req.txn, req.older_than_ms, req.limit)
+                .await
+        }
     });
-    serve_now(&endpoint, &node, |n, req: CommitReq| n.commit(req.txn));
-    serve_now(&endpoint, &node, |n, req: RollbackReq| {
-        n.request_rollback(req.txn)
+    let n = node.clone();
+    endpoint.add_rpc_handler(move |req: CommitReq| {
+        let n = n.clone();
+        async move { n.commit(req.caller, req.txn).await }
+    });
+    let n = node.clone();
+    endpoint.add_rpc_handler(move |req: RollbackReq| {
+        let n = n.clone();
+        async move { n.rollback(req.caller, req.txn).await }
     });
     serve_now(&endpoint, &node, |n, req: CancelReq| {
         n.cancel(req.caller.call)
     });
+    madsim::task::spawn(node.clone().keep_time());
     loop {
         madsim::time::sleep(Duration::from_secs(1)).await;
         node.insert_arrivals(arrivals_per_sec);

@@ -69,10 +69,20 @@ request!(
     /// go at `COMMIT`), or how the server failed it.
     DeleteReq { txn: u64, older_than_ms: i64, limit: u32 } -> Result<u64, ServerError>, 0x5e_b3
 );
+/// How the server answered a `COMMIT` that it did not fail.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) enum Committed {
+    /// Durable, with this many rows deleted.
+    Rows(u64),
+    /// The transaction was aborted: PostgreSQL rolled it back and answered
+    /// with the tag `ROLLBACK`, not an error (tokio-postgres reports
+    /// success).
+    RolledBack,
+}
+
 request!(
-    /// `COMMIT`: answered with the rows deleted, or how the server failed it
-    /// (a `COMMIT` of an aborted transaction rolls it back).
-    CommitReq { txn: u64 } -> Result<u64, ServerError>, 0x5e_b4
+    /// `COMMIT`: answered once durable, or how the server failed it.
+    CommitReq { txn: u64 } -> Result<Committed, ServerError>, 0x5e_b4
 );
 request!(
     /// `ROLLBACK`.

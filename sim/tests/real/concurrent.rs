@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use retention_sim::db::{Database, LeaseAnswer, LeaseStatement, Records};
+use retention_sim::db::{Answer as DbAnswer, Bounds, LeaseAnswer, LeaseStatement, Refusal};
+
+use crate::db_driver::Driver;
 use retention_worker::Lease;
 use retention_worker::pg::{ACQUIRE, DELETE_OLDEST, FENCE, RELEASE, RENEW};
 use tokio::task::JoinHandle;
@@ -296,46 +298,43 @@ fn lease_params(lease: &Lease, with_ttl: bool) -> Vec<Param> {
     params
 }
 
-/// The simulator's database, stepped the same way.
+/// The simulator's database, stepped the same way: connection `c` is
+/// session `c + 1`.
 struct Model {
-    db: Database,
+    db: Driver,
     now_ms: i64,
     txns: [Option<u64>; CONNECTIONS],
-    waiting: BTreeMap<u64, usize>,
-    statements: u64,
+    /// Statements sent and not answered yet, by connection.
+    pending: BTreeMap<usize, (u64, Step)>,
 }
 
 impl Model {
     fn new(now_ms: i64, rows: &[i64]) -> Self {
-        let mut records = Records::new();
-        for &at in rows {
-            records.insert(at);
-        }
+        let mut db = Driver::new(TTL_MS as u64, rows, Bounds::default());
+        db.advance(now_ms);
         Self {
-            db: Database::new(TTL_MS as u64, records),
+            db,
             now_ms,
             txns: [None; CONNECTIONS],
-            waiting: BTreeMap::new(),
-            statements: 0,
+            pending: BTreeMap::new(),
         }
     }
 
-    fn answer(answer: LeaseAnswer) -> Answer {
-        match answer {
-            LeaseAnswer::Granted(lease) => Answer::Lease(Some(lease)),
-            LeaseAnswer::Refused => Answer::Lease(None),
-            LeaseAnswer::Cleared { cleared } => Answer::Cleared(cleared),
-        }
-    }
-
-    fn woken(
-        &mut self,
-        applied: Vec<retention_sim::db::Applied>,
-        done: &mut BTreeMap<usize, Answer>,
-    ) {
-        for applied in applied {
-            let c = self.waiting.remove(&applied.id).expect("a waiter");
-            done.insert(c, Self::answer(applied.answer));
+    fn answer(&self, step: &Step, answer: &Result<DbAnswer, Refusal>) -> Answer {
+        match (step, answer) {
+            (_, Ok(DbAnswer::Lease(applied))) => match &applied.answer {
+                LeaseAnswer::Granted(lease) => Answer::Lease(Some(lease.clone())),
+                LeaseAnswer::Refused => Answer::Lease(None),
+                LeaseAnswer::Cleared { cleared } => Answer::Cleared(*cleared),
+            },
+            (_, Ok(DbAnswer::Fence(checked))) => Answer::Fenced(checked.is_err()),
+            (Step::Delete(..), Ok(DbAnswer::Deleted(rows))) => Answer::Deleted(
+                rows.iter()
+                    .map(|r| (r.created_at_ms, r.id as i64))
+                    .collect(),
+            ),
+            (_, Ok(_)) => Answer::Done,
+            (_, Err(refusal)) => panic!("{step:?} failed in the model: {refusal:?}"),
         }
     }
 
@@ -343,74 +342,71 @@ impl Model {
         self.txns[c].expect("a transaction is open")
     }
 
-    fn lease(&mut self, c: usize, statement: LeaseStatement, done: &mut BTreeMap<usize, Answer>) {
-        self.statements += 1;
-        match self
-            .db
-            .update_lease(self.statements, statement, self.now_ms)
-        {
-            Some(applied) => {
-                done.insert(c, Self::answer(applied.answer));
-            }
-            None => {
-                self.waiting.insert(self.statements, c);
-            }
-        }
-    }
-
     /// Runs `step`; returns who waits and what finished.
     fn step(&mut self, step: &Step) -> (Vec<usize>, BTreeMap<usize, Answer>) {
-        let mut done = BTreeMap::new();
         let now = self.now_ms;
-        match step {
-            Step::Advance(ms) => self.now_ms += ms,
+        let session = |c: &usize| *c as u64 + 1;
+        let sent = match step {
+            Step::Advance(ms) => {
+                self.now_ms += ms;
+                self.db.advance(self.now_ms);
+                None
+            }
             Step::Begin(c) => {
-                self.txns[*c] = Some(self.db.begin());
-                done.insert(*c, Answer::Done);
+                self.txns[*c] = Some(self.db.begin(now, session(c)));
+                None
             }
-            Step::Fence(c, token) => {
-                let refused = self.db.fence(self.txn(*c), *token, now).is_err();
-                done.insert(*c, Answer::Fenced(refused));
-            }
+            Step::Fence(c, token) => Some(self.db.fence(now, session(c), self.txn(*c), *token)),
             Step::Delete(c, cutoff, limit) => {
                 let limit = u32::try_from(*limit).expect("small");
-                let rows = self.db.delete_oldest(self.txn(*c), *cutoff, limit);
-                let rows = rows
-                    .iter()
-                    .map(|r| (r.created_at_ms, r.id as i64))
-                    .collect();
-                done.insert(*c, Answer::Deleted(rows));
+                let txn = self.txn(*c);
+                Some(self.db.delete(now, session(c), txn, (*cutoff, limit, 0)))
             }
             Step::Commit(c) => {
                 let txn = self.txns[*c].take().expect("open");
-                let (_, applied) = self.db.commit(txn, now);
-                done.insert(*c, Answer::Done);
-                self.woken(applied, &mut done);
+                Some(self.db.commit(now, session(c), txn))
             }
-            Step::Rollback(c) | Step::Close(c) => {
-                if let Some(txn) = self.txns[*c].take() {
-                    let applied = self.db.rollback(txn, now);
-                    self.woken(applied, &mut done);
-                }
-                if matches!(step, Step::Rollback(_)) {
-                    done.insert(*c, Answer::Done);
-                }
+            Step::Rollback(c) => {
+                let txn = self.txns[*c].take().expect("open");
+                Some(self.db.rollback(now, session(c), txn))
+            }
+            Step::Close(c) => {
+                self.txns[*c] = None;
+                self.db.close(now, session(c));
+                None
             }
             Step::Acquire(c, owner) => {
                 let owner = (*owner).to_owned();
-                self.lease(*c, LeaseStatement::Acquire { owner }, &mut done);
+                Some(self.db.lease(now, session(c), LeaseStatement::Acquire { owner }))
             }
             Step::Renew(c, lease) => {
                 let lease = lease.clone();
-                self.lease(*c, LeaseStatement::Renew { lease }, &mut done);
+                Some(self.db.lease(now, session(c), LeaseStatement::Renew { lease }))
             }
             Step::Release(c, lease) => {
                 let lease = lease.clone();
-                self.lease(*c, LeaseStatement::Release { lease }, &mut done);
+                Some(self.db.lease(now, session(c), LeaseStatement::Release { lease }))
             }
+        };
+        let mut done = BTreeMap::new();
+        if let Step::Begin(c) = step {
+            done.insert(*c, Answer::Done);
         }
-        let mut waiting: Vec<usize> = self.waiting.values().copied().collect();
-        waiting.sort_unstable();
+        if let (Some(id), Step::Begin(c) | Step::Fence(c, _) | Step::Delete(c, ..) | Step::Commit(c) | Step::Rollback(c) | Step::Acquire(c, _) | Step::Renew(c, _) | Step::Release(c, _)) = (sent, step) {
+            self.pending.insert(*c, (id, step.clone()));
+        }
+        let answered: Vec<usize> = self
+            .pending
+            .iter()
+            .filter(|(_, (id, _))| self.db.answer(*id).is_some())
+            .map(|(c, _)| *c)
+            .collect();
+        for c in answered {
+            let (id, step) = self.pending.remove(&c).expect("listed");
+            let (_, answer) = self.db.answer(id).expect("answered").clone();
+            done.insert(c, self.answer(&step, &answer));
+        }
+        let waiting: Vec<usize> = self.pending.keys().copied().collect();
         (waiting, done)
     }
 }
@@ -448,7 +444,7 @@ async fn compare(server: &mut Server, name: &str, steps: &[Step]) -> usize {
         let context = format!("{name}, after step {index}:\n{listing}");
         assert_eq!(waiting, expected_waiting, "who waits, {context}");
         assert_eq!(sorted(done), sorted(expected_done), "answers, {context}");
-        let stored = model.db.lease().stored().cloned();
+        let stored = model.db.db.lease().stored().cloned();
         let row = server.row().await;
         match (&row, &stored) {
             (Some((Some(owner), token, expires)), Some(lease)) => assert_eq!(

@@ -11,7 +11,9 @@ use std::fmt::Write as _;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use retention_sim::db::{Database, LeaseAnswer, LeaseStatement, Records};
+use retention_sim::db::{Bounds, LeaseAnswer, LeaseStatement};
+
+use crate::db_driver::Driver;
 use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords, Pool};
 use retention_worker::{CallErrorKind, Lease};
 
@@ -120,8 +122,7 @@ impl Generator {
 }
 
 struct Model {
-    db: Database,
-    statements: u64,
+    db: Driver,
     now_ms: i64,
 }
 
@@ -134,7 +135,7 @@ impl Model {
                 Answer::Nothing
             }
             Op::Insert(at) => {
-                self.db.insert(*at);
+                self.db.db.insert(*at);
                 Answer::Nothing
             }
             Op::Acquire(owner) => {
@@ -154,14 +155,16 @@ impl Model {
             } => {
                 // The adapter's conversation: BEGIN, the fence, the delete,
                 // COMMIT (ROLLBACK when fenced).
-                let txn = self.db.begin();
-                if let Err(why) = self.db.fence(txn, *token, now) {
-                    self.db.rollback(txn, now);
+                let txn = self.db.begin(now, 1);
+                let fence = self.db.fence(now, 1, txn, *token);
+                if let Some(Err(why)) = self.db.fence_answer(fence) {
+                    self.db.rollback(now, 1, txn);
                     return Answer::Fenced(format!("token {token}: {why}"));
                 }
-                self.db.delete_oldest(txn, *older_than_ms, *limit);
-                let (rows, woken) = self.db.commit(txn, now);
-                assert!(woken.is_empty(), "nothing waits one statement at a time");
+                self.db.delete(now, 1, txn, (*older_than_ms, *limit, 0));
+                let commit = self.db.commit(now, 1, txn);
+                let rows = self.db.rows(commit);
+                assert!(self.db.db.waiting().is_empty(), "nothing waits one statement at a time");
                 Answer::Deleted(rows.iter().map(|row| (row.created_at_ms, row.id)).collect())
             }
         }
@@ -169,12 +172,12 @@ impl Model {
 
     /// A lease statement alone: nothing holds the row, so it applies now.
     fn lease(&mut self, statement: LeaseStatement) -> Answer {
-        self.statements += 1;
-        let applied = self
+        let id = self.db.lease(self.now_ms, 1, statement);
+        let (_, answer) = self
             .db
-            .update_lease(self.statements, statement, self.now_ms)
+            .lease_answer(id)
             .expect("no open transaction to wait for");
-        match applied.answer {
+        match answer.expect("no bound is set") {
             LeaseAnswer::Granted(lease) => Answer::Lease(Some(lease)),
             LeaseAnswer::Refused => Answer::Lease(None),
             LeaseAnswer::Cleared { cleared } => Answer::Cleared(cleared),
@@ -311,10 +314,10 @@ fn the_models_and_postgresql_give_the_same_answers() {
         for seed in 0..SEQUENCES {
             pg.reset(start_ms).await;
             let mut model = Model {
-                db: Database::new(TTL_MS, Records::new()),
-                statements: 0,
+                db: Driver::new(TTL_MS, &[], Bounds::default()),
                 now_ms: start_ms,
             };
+            model.db.advance(start_ms);
             let mut generator = Generator {
                 rng: ChaCha8Rng::seed_from_u64(seed),
                 now_ms: start_ms,

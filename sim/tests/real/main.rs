@@ -15,6 +15,8 @@
 //! log.
 
 mod adapters;
+#[path = "../common/db_driver.rs"]
+mod db_driver;
 mod concurrent;
 mod differential;
 mod faults;

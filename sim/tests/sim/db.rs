@@ -1,222 +1,317 @@
 //! The simulated PostgreSQL's rules, one situation each: who waits for the
-//! lease row, when each statement reads its clock, and what a transaction's
-//! row locks do to other deletes.
+//! lease row, when each statement reads its clock, what a transaction's
+//! row locks do to other deletes, and PostgreSQL's timing rules (a fresh
+//! `lock_timeout` per lock acquisition attempt, an error's abort letting go
+//! of locks at once, commits that hold their locks until durable).
 
-use retention_sim::db::{Database, LeaseAnswer, LeaseStatement, Records};
+#[path = "../common/db_driver.rs"]
+mod db_driver;
+
+use db_driver::Driver;
+use retention_sim::db::{Answer, Bounds, LeaseAnswer, LeaseStatement, Refusal};
 use retention_worker::{FenceRejection, Lease};
 
 const TTL_MS: u64 = 1_000;
 
-fn db_with_rows(created: &[i64]) -> Database {
-    let mut records = Records::new();
-    for &at in created {
-        records.insert(at);
-    }
-    Database::new(TTL_MS, records)
-}
-
-fn acquire(db: &mut Database, id: u64, owner: &str, at_ms: i64) -> Option<LeaseAnswer> {
-    let statement = LeaseStatement::Acquire {
+fn acquire(owner: &str) -> LeaseStatement {
+    LeaseStatement::Acquire {
         owner: owner.into(),
-    };
-    db.update_lease(id, statement, at_ms)
-        .map(|applied| applied.answer)
+    }
 }
 
-fn granted(answer: Option<LeaseAnswer>) -> Lease {
-    match answer {
-        Some(LeaseAnswer::Granted(lease)) => lease,
+fn renew(lease: &Lease) -> LeaseStatement {
+    LeaseStatement::Renew {
+        lease: lease.clone(),
+    }
+}
+
+fn granted(db: &Driver, id: u64) -> Lease {
+    match db.lease_answer(id) {
+        Some((_, Ok(LeaseAnswer::Granted(lease)))) => lease,
         other => panic!("expected a grant, got {other:?}"),
+    }
+}
+
+fn bounds(lock_ms: u64, statement_ms: u64) -> Bounds {
+    Bounds {
+        statement_ms,
+        lock_ms,
+        idle_in_transaction_ms: 0,
     }
 }
 
 #[test]
 fn a_renewal_waits_for_the_open_delete_and_is_judged_at_its_start() {
-    let mut db = db_with_rows(&[1, 2, 3]);
-    let lease = granted(acquire(&mut db, 1, "r1", 0));
-    let txn = db.begin();
-    db.fence(txn, lease.fencing_token, 100).unwrap();
-    let renew = LeaseStatement::Renew {
-        lease: lease.clone(),
-    };
-    assert_eq!(db.update_lease(2, renew, 200), None, "waits for FOR SHARE");
-    assert_eq!(db.waiting(), vec![2]);
-    assert_eq!(db.delete_oldest(txn, 10, 200).len(), 3);
-    let (deleted, applied) = db.commit(txn, 1_500);
-    assert_eq!(deleted.len(), 3);
-    let [renewed] = applied.as_slice() else {
-        panic!("one statement was waiting: {applied:?}");
-    };
-    assert_eq!(
-        (renewed.id, renewed.started_ms, renewed.applied_ms),
-        (2, 200, 1_500)
-    );
+    let mut db = Driver::new(TTL_MS, &[1, 2, 3], Bounds::default());
+    let first = db.lease(0, 1, acquire("r1"));
+    let lease = granted(&db, first);
+    let txn = db.begin(100, 2);
+    db.fence(100, 2, txn, lease.fencing_token);
+    let renewal = db.lease(200, 3, renew(&lease));
+    assert_eq!(db.answer(renewal), None, "waits for FOR SHARE");
+    assert_eq!(db.db.waiting(), vec![renewal]);
+    let delete = db.delete(300, 2, txn, (10, 200, 0));
+    assert_eq!(db.rows(delete).len(), 3);
+    let commit = db.commit(1_500, 2, txn);
+    assert_eq!(db.rows(commit).len(), 3);
     // Past the old lease's expiry (1,000) at commit, but judged at 200: it
     // renews, and its new expiry counts from its start.
-    let LeaseAnswer::Granted(new) = &renewed.answer else {
-        panic!("{renewed:?}");
+    let (at, answer) = db.lease_answer(renewal).expect("answered at the commit");
+    let Ok(LeaseAnswer::Granted(new)) = answer else {
+        panic!("{answer:?}");
     };
-    assert_eq!((new.fencing_token, new.expires_at_ms), (2, 1_200));
-    assert!(db.waiting().is_empty() && db.fence_holders().is_empty());
+    assert_eq!((at, new.fencing_token, new.expires_at_ms), (1_500, 2, 1_200));
+    assert!(db.db.waiting().is_empty() && db.db.fence_holders().is_empty());
 }
 
 #[test]
 fn a_successor_waits_behind_a_paused_holder_until_its_transaction_ends() {
-    let mut db = db_with_rows(&[1]);
-    let old = granted(acquire(&mut db, 1, "r1", 0));
-    let txn = db.begin();
-    db.fence(txn, old.fencing_token, 900).unwrap();
+    let mut db = Driver::new(TTL_MS, &[1], Bounds::default());
+    let first = db.lease(0, 1, acquire("r1"));
+    let old = granted(&db, first);
+    let txn = db.begin(900, 2);
+    db.fence(900, 2, txn, old.fencing_token);
     // The holder pauses; its lease expires at 1,000; the successor asks.
-    assert_eq!(acquire(&mut db, 2, "r2", 3_000), None);
-    // The holder comes back and deletes under the fence it took before
-    // its lease expired: PostgreSQL lets that commit.
-    assert_eq!(db.delete_oldest(txn, 10, 200).len(), 1);
-    let (deleted, applied) = db.commit(txn, 5_000);
-    assert_eq!(deleted.len(), 1);
-    let LeaseAnswer::Granted(successor) = &applied[0].answer else {
-        panic!("{applied:?}");
-    };
-    assert_eq!(successor.owner_id, "r2");
-    assert_eq!(
-        successor.expires_at_ms, 4_000,
-        "already expired when granted at 5,000"
-    );
+    let successor = db.lease(3_000, 3, acquire("r2"));
+    assert_eq!(db.answer(successor), None);
+    // The holder comes back and deletes under the fence it took before its
+    // lease expired: PostgreSQL lets that commit.
+    let delete = db.delete(5_000, 2, txn, (10, 200, 0));
+    assert_eq!(db.rows(delete).len(), 1);
+    db.commit(5_000, 2, txn);
+    let lease = granted(&db, successor);
+    assert_eq!(lease.owner_id, "r2");
+    assert_eq!(lease.expires_at_ms, 4_000, "already expired when granted at 5,000");
 }
 
 #[test]
 fn statements_naming_another_lease_do_not_wait() {
-    let mut db = db_with_rows(&[]);
-    let lease = granted(acquire(&mut db, 1, "r1", 0));
-    let txn = db.begin();
-    db.fence(txn, lease.fencing_token, 10).unwrap();
+    let mut db = Driver::new(TTL_MS, &[], Bounds::default());
+    let first = db.lease(0, 1, acquire("r1"));
+    let lease = granted(&db, first);
+    let txn = db.begin(10, 2);
+    db.fence(10, 2, txn, lease.fencing_token);
     let stale = Lease {
         fencing_token: 7,
         ..lease.clone()
     };
-    let renew = LeaseStatement::Renew {
-        lease: stale.clone(),
-    };
-    let applied = db.update_lease(2, renew, 20).expect("no match, no wait");
-    assert_eq!(applied.answer, LeaseAnswer::Refused);
-    let release = LeaseStatement::Release { lease: stale };
-    let applied = db.update_lease(3, release, 30).expect("no match, no wait");
-    assert_eq!(applied.answer, LeaseAnswer::Cleared { cleared: false });
-    // The exact lease waits, even to release it.
-    let release = LeaseStatement::Release {
-        lease: lease.clone(),
-    };
-    assert_eq!(db.update_lease(4, release, 40), None);
-    // An acquire locks the row before it evaluates its WHERE, so it waits
-    // too; queued behind the release, it is granted once that cleared it.
-    assert_eq!(acquire(&mut db, 5, "r2", 50), None);
-    let applied = db.rollback(txn, 60);
-    let answers: Vec<_> = applied.iter().map(|a| (a.id, a.answer.clone())).collect();
-    assert_eq!(answers[0], (4, LeaseAnswer::Cleared { cleared: true }));
-    assert_eq!(answers[1].0, 5);
-    assert!(matches!(&answers[1].1, LeaseAnswer::Granted(l) if l.owner_id == "r2"));
+    let renewal = db.lease(20, 3, renew(&stale));
+    assert_eq!(db.lease_answer(renewal), Some((20, Ok(LeaseAnswer::Refused))));
+    let release = db.lease(30, 4, LeaseStatement::Release { lease: stale });
+    let cleared_nothing = Ok(LeaseAnswer::Cleared { cleared: false });
+    assert_eq!(db.lease_answer(release), Some((30, cleared_nothing)));
+    // The exact lease waits, even to release it; an acquire locks the row
+    // before it evaluates its WHERE, so it waits too, behind the release.
+    let release = db.lease(40, 4, LeaseStatement::Release { lease });
+    let successor = db.lease(50, 5, acquire("r2"));
+    assert_eq!(db.db.waiting(), vec![release, successor]);
+    db.rollback(60, 2, txn);
+    let cleared = Ok(LeaseAnswer::Cleared { cleared: true });
+    assert_eq!(db.lease_answer(release), Some((60, cleared)));
+    assert_eq!(granted(&db, successor).owner_id, "r2");
 }
 
 #[test]
 fn waiters_go_in_arrival_order_and_the_fence_passes_them() {
-    let mut db = db_with_rows(&[]);
-    let lease = granted(acquire(&mut db, 1, "r1", 0));
-    let first = db.begin();
-    db.fence(first, lease.fencing_token, 10).unwrap();
-    let renew = LeaseStatement::Renew {
-        lease: lease.clone(),
-    };
-    assert_eq!(db.update_lease(2, renew, 20), None);
-    assert_eq!(acquire(&mut db, 3, "r2", 30), None);
+    let mut db = Driver::new(TTL_MS, &[], Bounds::default());
+    let first = db.lease(0, 1, acquire("r1"));
+    let lease = granted(&db, first);
+    let a = db.begin(10, 2);
+    db.fence(10, 2, a, lease.fencing_token);
+    let renewal = db.lease(20, 3, renew(&lease));
+    let successor = db.lease(30, 4, acquire("r2"));
     // A second fence under the same token is granted at once: share locks
     // pass queued updates.
-    let second = db.begin();
-    db.fence(second, lease.fencing_token, 40).unwrap();
-    assert!(
-        db.rollback(first, 50).is_empty(),
-        "the second fence still holds"
-    );
-    let applied = db.commit(second, 60).1;
-    assert_eq!(applied.iter().map(|a| a.id).collect::<Vec<_>>(), vec![2, 3]);
-    assert!(matches!(applied[0].answer, LeaseAnswer::Granted(_)));
-    assert_eq!(
-        applied[1].answer,
-        LeaseAnswer::Refused,
-        "the renewal came first"
-    );
+    let b = db.begin(40, 5);
+    let second = db.fence(40, 5, b, lease.fencing_token);
+    assert_eq!(db.fence_answer(second), Some(Ok(())));
+    db.rollback(50, 2, a);
+    assert_eq!(db.answer(renewal), None, "the second fence still holds");
+    db.commit(60, 5, b);
+    assert!(matches!(db.lease_answer(renewal), Some((60, Ok(LeaseAnswer::Granted(_))))));
+    let refused = Some((60, Ok(LeaseAnswer::Refused)));
+    assert_eq!(db.lease_answer(successor), refused, "the renewal came first");
 }
 
 #[test]
 fn a_failed_fence_says_why_and_takes_no_lock() {
-    let mut db = db_with_rows(&[]);
-    let txn = db.begin();
-    assert_eq!(db.fence(txn, 1, 0), Err(FenceRejection::NoHolder));
-    let lease = granted(acquire(&mut db, 1, "r1", 0));
-    assert_eq!(
-        db.fence(txn, lease.fencing_token, 1_000),
-        Err(FenceRejection::Expired {
-            expires_at_ms: 1_000
-        })
-    );
-    assert_eq!(
-        db.fence(txn, 9, 10),
-        Err(FenceRejection::StaleToken { current_token: 1 })
-    );
-    assert!(db.fence_holders().is_empty());
-    let renew = LeaseStatement::Renew { lease };
-    assert!(
-        db.update_lease(2, renew, 20).is_some(),
-        "nothing holds the row"
-    );
-    db.rollback(txn, 30);
+    let mut db = Driver::new(TTL_MS, &[], Bounds::default());
+    let txn = db.begin(0, 2);
+    let no_holder = db.fence(0, 2, txn, 1);
+    assert_eq!(db.fence_answer(no_holder), Some(Err(FenceRejection::NoHolder)));
+    let first = db.lease(0, 1, acquire("r1"));
+    let lease = granted(&db, first);
+    let expired = db.fence(1_000, 2, txn, lease.fencing_token);
+    let rejection = FenceRejection::Expired {
+        expires_at_ms: 1_000,
+    };
+    assert_eq!(db.fence_answer(expired), Some(Err(rejection)));
+    let stale = db.fence(1_000, 2, txn, 9);
+    let rejection = FenceRejection::StaleToken { current_token: 1 };
+    assert_eq!(db.fence_answer(stale), Some(Err(rejection)));
+    assert!(db.db.fence_holders().is_empty());
+    db.rollback(1_000, 2, txn);
 }
 
 #[test]
 fn skip_locked_leaves_another_transactions_rows_and_a_rollback_returns_them() {
-    let mut db = db_with_rows(&[1, 2, 3, 4, 5]);
-    let lease = granted(acquire(&mut db, 1, "r1", 0));
-    let (a, b) = (db.begin(), db.begin());
-    db.fence(a, lease.fencing_token, 10).unwrap();
-    db.fence(b, lease.fencing_token, 10).unwrap();
-    let first: Vec<i64> = db
-        .delete_oldest(a, 10, 3)
-        .iter()
-        .map(|r| r.created_at_ms)
-        .collect();
-    assert_eq!(first, vec![1, 2, 3]);
-    let second: Vec<i64> = db
-        .delete_oldest(b, 10, 3)
-        .iter()
-        .map(|r| r.created_at_ms)
-        .collect();
-    assert_eq!(second, vec![4, 5], "a short batch with eligible rows left");
-    assert_eq!(db.records().len(), 5, "nothing is gone before a commit");
-    db.rollback(a, 20);
-    db.commit(b, 30);
-    assert_eq!(
-        db.records().count_older_than(10),
-        3,
-        "the rolled-back rows stay"
-    );
-    let c = db.begin();
-    db.fence(c, lease.fencing_token, 40).unwrap();
-    assert_eq!(db.delete_oldest(c, 10, 200).len(), 3);
-    assert_eq!(db.commit(c, 50).0.len(), 3);
-    assert!(db.records().is_empty());
+    let mut db = Driver::new(TTL_MS, &[1, 2, 3, 4, 5], Bounds::default());
+    let first = db.lease(0, 1, acquire("r1"));
+    let token = granted(&db, first).fencing_token;
+    let (a, b) = (db.begin(10, 2), db.begin(10, 3));
+    db.fence(10, 2, a, token);
+    db.fence(10, 3, b, token);
+    let created = |db: &Driver, id| db.rows(id).iter().map(|r| r.created_at_ms).collect::<Vec<_>>();
+    let one = db.delete(10, 2, a, (10, 3, 0));
+    assert_eq!(created(&db, one), vec![1, 2, 3]);
+    let two = db.delete(10, 3, b, (10, 3, 0));
+    assert_eq!(created(&db, two), vec![4, 5], "a short batch with eligible rows left");
+    assert_eq!(db.db.records().len(), 5, "nothing is gone before a commit");
+    db.rollback(20, 2, a);
+    db.commit(30, 3, b);
+    assert_eq!(db.db.records().count_older_than(10), 3, "the rolled-back rows stay");
 }
 
 #[test]
-fn a_revoke_takes_only_the_current_unexpired_lease() {
-    let mut db = db_with_rows(&[]);
-    let lease = granted(acquire(&mut db, 1, "r1", 0));
-    let revoke = |lease: &Lease| LeaseStatement::Revoke {
-        lease: lease.clone(),
+fn lock_timeout_is_armed_afresh_for_each_holder_waited_for() {
+    // Two fences, each held under a second but overlapping: a renewal
+    // waits for the first, then the second, and is granted 1.7 s after it
+    // was sent with lock_timeout at 1 s (PostgreSQL 15: granted at 1.81 s).
+    let mut db = Driver::new(10_000, &[], bounds(1_000, 0));
+    let first = db.lease(0, 1, acquire("r1"));
+    let lease = granted(&db, first);
+    let (a, b) = (db.begin(0, 2), db.begin(0, 3));
+    db.fence(130, 2, a, lease.fencing_token);
+    let renewal = db.lease(140, 4, renew(&lease));
+    db.fence(500, 3, b, lease.fencing_token);
+    db.commit(920, 2, a);
+    assert_eq!(db.attempts(renewal), vec![(140, 1), (920, 2)]);
+    db.commit(1_810, 3, b);
+    let (at, answer) = db.lease_answer(renewal).expect("answered");
+    assert!(matches!(answer, Ok(LeaseAnswer::Granted(_))), "{answer:?}");
+    assert_eq!(at, 1_810, "granted after 1,670 ms of waiting, each wait under 1 s");
+}
+
+#[test]
+fn a_waiter_behind_another_restarts_its_timer_only_when_it_reaches_the_head() {
+    // One fence held 2.5 s; three lease statements queue behind it with
+    // lock_timeout at 1 s. The head fails at 1 s; the second then waits
+    // for the fence afresh and fails a second later; the third, still
+    // behind the second, fails 1 s after it was sent (PostgreSQL 15: 1.105,
+    // 2.106 and 1.505 s).
+    let mut db = Driver::new(10_000, &[], bounds(1_000, 0));
+    let first = db.lease(0, 1, acquire("r1"));
+    let lease = granted(&db, first);
+    let txn = db.begin(0, 2);
+    db.fence(0, 2, txn, lease.fencing_token);
+    let one = db.lease(100, 3, renew(&lease));
+    let two = db.lease(300, 4, renew(&lease));
+    let three = db.lease(500, 5, acquire("r2"));
+    db.advance(2_500);
+    let failed_at = |db: &Driver, id| match db.lease_answer(id) {
+        Some((at, Err(why))) if why.starts_with("lock timeout") => at,
+        other => panic!("statement {id}: {other:?}"),
     };
-    let late = db.update_lease(2, revoke(&lease), 1_000).unwrap();
-    assert_eq!(late.answer, LeaseAnswer::Cleared { cleared: false });
-    let lease = granted(acquire(&mut db, 3, "r2", 1_000));
-    let taken = db.update_lease(4, revoke(&lease), 1_500).unwrap();
-    assert_eq!(taken.answer, LeaseAnswer::Cleared { cleared: true });
-    assert_eq!(db.lease().stored(), None);
-    let next = granted(acquire(&mut db, 5, "r3", 1_600));
-    assert_eq!(next.fencing_token, 3, "tokens continue after a release");
+    assert_eq!(
+        [failed_at(&db, one), failed_at(&db, two), failed_at(&db, three)],
+        [1_100, 2_100, 1_500]
+    );
+}
+
+#[test]
+fn statement_timeout_bounds_the_whole_statement_across_attempts() {
+    let mut db = Driver::new(10_000, &[], bounds(1_000, 1_500));
+    let first = db.lease(0, 1, acquire("r1"));
+    let lease = granted(&db, first);
+    let (a, b) = (db.begin(0, 2), db.begin(0, 3));
+    db.fence(0, 2, a, lease.fencing_token);
+    let renewal = db.lease(100, 4, renew(&lease));
+    db.fence(200, 3, b, lease.fencing_token);
+    db.commit(900, 2, a);
+    db.advance(3_000);
+    let (at, answer) = db.lease_answer(renewal).expect("failed");
+    assert!(matches!(&answer, Err(why) if why.starts_with("statement timeout")), "{answer:?}");
+    assert_eq!(at, 1_600, "its start plus statement_timeout");
+}
+
+#[test]
+fn an_error_in_a_transaction_releases_its_locks_at_once_and_commit_answers_rollback() {
+    // statement_timeout cuts the delete: its share lock and rows go then, a
+    // queued renewal is granted at that instant, and the session's later
+    // COMMIT is answered ROLLBACK with no error (PostgreSQL 15: granted
+    // 3 ms after the cut; COMMIT printed the tag ROLLBACK).
+    let mut db = Driver::new(10_000, &[1, 2, 3], bounds(0, 500));
+    let first = db.lease(0, 1, acquire("r1"));
+    let lease = granted(&db, first);
+    let txn = db.begin(0, 2);
+    db.fence(0, 2, txn, lease.fencing_token);
+    let delete = db.delete(110, 2, txn, (10, 200, 2_000));
+    let renewal = db.lease(200, 3, renew(&lease));
+    db.advance(650);
+    assert!(matches!(db.answer(delete), Some((610, Err(Refusal::Cut(_))))));
+    assert!(matches!(db.lease_answer(renewal), Some((610, Ok(LeaseAnswer::Granted(_))))));
+    assert!(db.db.fence_holders().is_empty());
+    assert_eq!(db.db.records().count_older_than(10), 3, "the rows stay, unlocked");
+    let again = db.delete(700, 2, txn, (10, 200, 0));
+    assert!(matches!(db.answer(again), Some((_, Err(Refusal::Failed(_))))));
+    let commit = db.commit(800, 2, txn);
+    assert_eq!(db.answer(commit), Some(&(800, Ok(Answer::CommitRolledBack))));
+    assert!(!db.db.is_open(txn));
+}
+
+#[test]
+fn a_commit_holds_its_locks_until_durable_and_statement_timeout_does_not_cut_it() {
+    let mut db = Driver::new(10_000, &[1, 2], bounds(0, 300));
+    db.commit_ms = 1_000;
+    let first = db.lease(0, 1, acquire("r1"));
+    assert_eq!(db.answer(first), None, "the grant waits for its commit");
+    assert!(db.db.lease().stored().is_none(), "not visible before durable");
+    db.advance(1_000);
+    let lease = granted(&db, first);
+    let txn = db.begin(1_000, 2);
+    db.fence(1_000, 2, txn, lease.fencing_token);
+    db.delete(1_000, 2, txn, (10, 200, 0));
+    let commit = db.commit(1_100, 2, txn);
+    db.advance(1_900);
+    assert_eq!(db.answer(commit), None, "past statement_timeout, still committing");
+    let renewal = db.lease(2_000, 3, renew(&lease));
+    db.advance(2_050);
+    assert_eq!(db.answer(renewal), None, "the share lock is held through the commit");
+    db.advance(2_100);
+    assert_eq!(db.rows(commit).len(), 2);
+    // The renewal took the row at 2,100 and now commits for a second.
+    assert_eq!(db.answer(renewal), None);
+    db.advance(3_100);
+    assert!(matches!(db.lease_answer(renewal), Some((3_100, Ok(LeaseAnswer::Granted(_))))));
+}
+
+#[test]
+fn a_refused_acquire_holds_the_row_through_its_commit_and_a_fence_waits_behind_it() {
+    let mut db = Driver::new(10_000, &[], bounds(0, 0));
+    let first = db.lease(0, 1, acquire("r1"));
+    let lease = granted(&db, first);
+    db.commit_ms = 500;
+    let refused = db.lease(100, 2, acquire("r2"));
+    let txn = db.begin(200, 3);
+    let fence = db.fence(200, 3, txn, lease.fencing_token);
+    assert_eq!(db.fence_answer(fence), None, "waits behind the committing acquire");
+    db.advance(600);
+    assert_eq!(db.lease_answer(refused), Some((600, Ok(LeaseAnswer::Refused))));
+    assert_eq!(db.fence_answer(fence), Some(Ok(())), "judged at its start, row unchanged");
+}
+
+#[test]
+fn a_standby_that_stops_answering_holds_commits_until_a_cancel() {
+    let mut db = Driver::new(10_000, &[], bounds(1_000, 1_000));
+    db.standby(0, false);
+    let first = db.lease(0, 1, acquire("r1"));
+    db.advance(60_000);
+    assert_eq!(db.answer(first), None, "no bound cuts the wait for the standby");
+    let second = db.lease(60_000, 2, acquire("r2"));
+    db.advance(61_500);
+    assert!(matches!(db.lease_answer(second), Some((61_000, Err(_)))), "lock timeout");
+    // The client's cancel ends the wait: committed locally.
+    db.cancel(61_500, 1);
+    assert!(matches!(db.lease_answer(first), Some((61_500, Ok(LeaseAnswer::Granted(_))))));
+    assert!(db.db.lease().stored().is_some());
 }

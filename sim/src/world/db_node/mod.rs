@@ -1,114 +1,108 @@
-//! The database node's state: one simulated PostgreSQL (`db::Database`),
-//! each lease statement held until the lease row is free, each delete
-//! timed, the server-side bounds and cancel requests enforced, and the
-//! transactions of a replica whose connection is gone rolled back; every
-//! effect recorded.
+//! The database node: one simulated PostgreSQL (`db::Database`) on
+//! madsim's clock. Each wire message becomes a statement, answered when
+//! the model says it ends; the node keeps the model's clock running
+//! (bounds, delete work, commits) and records every effect.
 
 use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
+use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rand::SeedableRng;
+use futures_util::future::select;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 
-mod lease;
-mod txn;
+mod calls;
+mod effects;
 
 use super::recorder::Recorder;
 use super::wire::Caller;
-use crate::db::{Database, LeaseAnswer, Records, StatementId, TxnId};
-use crate::model::{Actor, EventKind};
+use crate::db::{Answer, Bounds, Database, Records, Refusal, StatementId, Timed, TxnId};
+use crate::model::OpKind;
 
 /// What a transaction's statements need to be recorded.
 #[derive(Debug, Clone, Copy)]
 struct TxnInfo {
     caller: Caller,
     token: u64,
-    /// When its fence took the lease row's share lock.
+    /// The instant its fence judged the token (the CTE's clock), once it
+    /// passed.
     fenced_at_ms: Option<i64>,
     older_than_ms: i64,
-    /// A statement of it is executing now.
-    running: bool,
-    /// Roll back as soon as the running statement ends: the client asked
-    /// (a session runs its messages in order), or its connection is gone.
-    roll_back_when_idle: bool,
-    /// Statements begun in it so far: the idle bound ends only a session
-    /// that sent nothing since it went idle.
-    activity: u64,
-    /// A statement of it failed: PostgreSQL then refuses everything but
-    /// `ROLLBACK` (a `COMMIT` rolls back).
-    aborted: bool,
 }
 
-/// PostgreSQL's server-side bounds, as the adapters set them on every
-/// connection (`worker/src/pg/options.rs`); 0 turns one off.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Bounds {
-    pub statement_ms: u64,
-    pub lock_ms: u64,
-    pub idle_in_transaction_ms: u64,
-}
-
-impl Bounds {
-    /// How long a lease statement may wait for the row: the shorter of the
-    /// lock and statement bounds that are on.
-    fn lock_wait_ms(&self) -> Option<u64> {
-        [self.lock_ms, self.statement_ms]
-            .into_iter()
-            .filter(|&ms| ms > 0)
-            .min()
-    }
+/// A statement the database has not answered yet.
+struct Waiter {
+    caller: Caller,
+    op: OpKind,
+    /// When it arrived (a fence's judging instant).
+    started_ms: i64,
+    /// The fence's token, for its refusal.
+    token: u64,
+    /// The transaction it runs in.
+    txn: Option<TxnId>,
+    reply: oneshot::Sender<Result<Answer, Refusal>>,
 }
 
 struct State {
     db: Database,
-    /// Lease statements waiting for the row: who asked, and where to answer
-    /// (`Err`: failed by a bound or a cancel, nothing applied).
-    waiting: BTreeMap<StatementId, (Caller, oneshot::Sender<Result<LeaseAnswer, String>>)>,
+    waiters: BTreeMap<StatementId, Waiter>,
     txns: BTreeMap<TxnId, TxnInfo>,
-    /// Running deletes: a cancel request stops one early.
-    cancels: BTreeMap<TxnId, oneshot::Sender<()>>,
     next_statement: StatementId,
+    /// Each delete's work time.
     work: ChaCha8Rng,
+    /// Each commit's time to be durable.
+    commits: ChaCha8Rng,
+}
+
+/// The database's timing settings for a run.
+#[derive(Debug, Clone)]
+pub(crate) struct DbTiming {
+    /// Each delete statement works a time drawn from this range.
+    pub batch_ms: RangeInclusive<u64>,
+    /// Each commit that wrote something is durable after a time drawn from
+    /// this range (flush, and the synchronous standby's answer).
+    pub commit_ms: RangeInclusive<u64>,
+    /// The server-side bounds.
+    pub bounds: Bounds,
 }
 
 /// The database, shared by its node's handlers and the fault injector.
 pub(crate) struct DbNode {
     state: Mutex<State>,
     recorder: Arc<Recorder>,
-    batch_ms: RangeInclusive<u64>,
-    bounds: Bounds,
+    timing: DbTiming,
+    /// The clock task's wake-up: the next deadline may have moved.
+    wake: Notify,
     /// Rows written during the run.
     pub inserted: AtomicU64,
 }
 
 impl DbNode {
-    /// A database with `records`, granting leases of `lease_ttl_ms`, under
-    /// `bounds`; each delete statement works a time drawn from `batch_ms`
-    /// with `work_seed`.
+    /// A database with `records`, granting leases of `lease_ttl_ms`, timed
+    /// by `timing`; its draws come from `work_seed`.
     pub fn new(
         lease_ttl_ms: u64,
         records: Records,
         recorder: Arc<Recorder>,
-        batch_ms: RangeInclusive<u64>,
-        bounds: Bounds,
+        timing: DbTiming,
         work_seed: u64,
     ) -> Self {
         let state = State {
-            db: Database::new(lease_ttl_ms, records),
-            waiting: BTreeMap::new(),
+            db: Database::new(lease_ttl_ms, records, timing.bounds),
+            waiters: BTreeMap::new(),
             txns: BTreeMap::new(),
-            cancels: BTreeMap::new(),
             next_statement: 0,
             work: ChaCha8Rng::seed_from_u64(work_seed),
+            commits: ChaCha8Rng::seed_from_u64(work_seed ^ 0xC0_4417),
         };
         Self {
             state: Mutex::new(state),
             recorder,
-            batch_ms,
-            bounds,
+            timing,
+            wake: Notify::new(),
             inserted: AtomicU64::new(0),
         }
     }
@@ -116,10 +110,6 @@ impl DbNode {
     /// Reads the database.
     pub fn read<T>(&self, read: impl FnOnce(&Database) -> T) -> T {
         read(&self.state.lock().expect("db state").db)
-    }
-
-    fn record(&self, caller: Caller, actor: Actor, kind: EventKind) {
-        self.recorder.record(actor, caller.term, kind);
     }
 
     /// Autocommitted inserts of `count` rows written now.
@@ -130,5 +120,58 @@ impl DbNode {
             state.db.insert(now_ms);
         }
         self.inserted.fetch_add(u64::from(count), Ordering::Relaxed);
+    }
+
+    fn draw_commit_ms(&self, state: &mut State) -> u64 {
+        let range = self.timing.commit_ms.clone();
+        if range.start() == range.end() {
+            *range.start()
+        } else {
+            state.commits.gen_range(range)
+        }
+    }
+
+    /// Keeps the model's clock running: whenever something is due, the
+    /// database acts at that instant. Runs on the database's node.
+    pub(crate) async fn keep_time(self: Arc<Self>) {
+        loop {
+            let next = self.read(Database::next_deadline);
+            let woken = self.wake.notified();
+            match next {
+                Some(at_ms) => {
+                    let due = madsim::time::sleep_until(self.recorder.instant_at(at_ms));
+                    select(pin!(due), pin!(woken)).await;
+                }
+                None => woken.await,
+            }
+            let now_ms = self.recorder.now_ms();
+            // No wake-up for itself: it reads the next deadline anyway.
+            self.step_db(|state| state.db.advance_to(now_ms));
+        }
+    }
+
+    /// Runs `step` on the database and applies its effects, then wakes the
+    /// clock task: the next deadline may have moved.
+    fn with_db(&self, step: impl FnOnce(&mut State) -> Vec<Timed>) {
+        self.step_db(step);
+        self.wake.notify_one();
+    }
+
+    /// Runs `step` on the database at the current instant and applies its
+    /// effects: recorded in order, then the answers sent.
+    fn step_db(&self, step: impl FnOnce(&mut State) -> Vec<Timed>) {
+        let (records, replies) = {
+            let mut state = self.state.lock().expect("db state");
+            let effects = step(&mut state);
+            effects::apply(&mut state, effects, self.recorder.enabled())
+        };
+        for (caller, actor, kind) in records {
+            self.recorder.record(actor, caller.term, kind);
+        }
+        for (reply, answer) in replies {
+            // The caller may be gone (crashed, timed out): the statement
+            // ended all the same, as PostgreSQL ends it.
+            let _ = reply.send(answer);
+        }
     }
 }

@@ -1,0 +1,197 @@
+//! The node's entry points, one per wire message: each becomes a statement
+//! of the caller's session, answered when the database ends it; and the
+//! faults that act on the database itself (rows another client holds, a
+//! standby that stops answering).
+
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::{DbNode, State, Waiter};
+use crate::db::{Answer, LeaseAnswer, LeaseStatement, Refusal, Request, TxnId};
+use crate::model::{Actor, EventKind, OpKind};
+use crate::world::wire::{Caller, Committed, ServerError};
+
+impl DbNode {
+    /// Sends the request `build` makes as a statement of `caller`'s session
+    /// and waits for its answer.
+    async fn run(
+        &self,
+        caller: Caller,
+        (op, txn, token): (OpKind, Option<TxnId>, u64),
+        build: impl FnOnce(&Self, &mut State) -> Request,
+    ) -> Result<Answer, Refusal> {
+        let (reply, answer) = oneshot::channel();
+        let started_ms = self.recorder.now_ms();
+        self.with_db(|state| {
+            state.next_statement += 1;
+            let id = state.next_statement;
+            let request = build(self, state);
+            let waiter = Waiter {
+                caller,
+                op,
+                started_ms,
+                token,
+                txn,
+                reply,
+            };
+            state.waiters.insert(id, waiter);
+            state.db.submit(started_ms, id, caller.call, request)
+        });
+        answer.await.expect("the database answers every statement")
+    }
+
+    /// A lease statement: its answer once applied and durable, or why the
+    /// server failed it (nothing applied).
+    pub(crate) async fn lease(
+        &self,
+        caller: Caller,
+        statement: LeaseStatement,
+    ) -> Result<LeaseAnswer, String> {
+        let op = match &statement {
+            LeaseStatement::Acquire { .. } => OpKind::Acquire,
+            LeaseStatement::Renew { .. } | LeaseStatement::Revoke { .. } => OpKind::Renew,
+            LeaseStatement::Release { .. } => OpKind::Release,
+        };
+        let answer = self
+            .run(caller, (op, None, 0), |node, state| Request::Lease {
+                statement,
+                commit_ms: node.draw_commit_ms(state),
+            })
+            .await;
+        match answer {
+            Ok(Answer::Lease(applied)) => Ok(applied.answer),
+            Ok(other) => unreachable!("a lease statement answered {other:?}"),
+            Err(Refusal::Cut(reason) | Refusal::Failed(reason) | Refusal::Closed(reason)) => {
+                Err(reason)
+            }
+        }
+    }
+
+    pub(crate) async fn begin(&self, caller: Caller) -> TxnId {
+        let key = (OpKind::Delete, None, 0);
+        match self.run(caller, key, |_, _| Request::Begin).await {
+            Ok(Answer::Begun(txn)) => txn,
+            other => unreachable!("BEGIN answered {other:?}"),
+        }
+    }
+
+    pub(crate) async fn fence(
+        &self,
+        caller: Caller,
+        txn: TxnId,
+        token: u64,
+    ) -> Result<Result<(), String>, ServerError> {
+        let key = (OpKind::Delete, Some(txn), token);
+        match self.run(caller, key, |_, _| Request::Fence { txn, token }).await {
+            Ok(Answer::Fence(checked)) => Ok(checked.map_err(|rejection| rejection.to_string())),
+            Ok(other) => unreachable!("the fence answered {other:?}"),
+            Err(refusal) => Err(server_error(refusal)),
+        }
+    }
+
+    pub(crate) async fn delete(
+        &self,
+        caller: Caller,
+        txn: TxnId,
+        older_than_ms: i64,
+        limit: u32,
+    ) -> Result<u64, ServerError> {
+        let key = (OpKind::Delete, Some(txn), 0);
+        let build = |node: &Self, state: &mut State| {
+            if let Some(info) = state.txns.get_mut(&txn) {
+                info.older_than_ms = older_than_ms;
+            }
+            let work_ms = rand::Rng::gen_range(&mut state.work, node.timing.batch_ms.clone());
+            Request::Delete {
+                txn,
+                older_than_ms,
+                limit,
+                work_ms,
+            }
+        };
+        match self.run(caller, key, build).await {
+            Ok(Answer::Deleted(rows)) => Ok(rows.len() as u64),
+            Ok(other) => unreachable!("DELETE answered {other:?}"),
+            Err(refusal) => Err(server_error(refusal)),
+        }
+    }
+
+    pub(crate) async fn commit(&self, caller: Caller, txn: TxnId) -> Result<Committed, ServerError> {
+        let key = (OpKind::Delete, Some(txn), 0);
+        let build = |node: &Self, state: &mut State| Request::Commit {
+            txn,
+            commit_ms: node.draw_commit_ms(state),
+        };
+        match self.run(caller, key, build).await {
+            Ok(Answer::Committed(rows)) => Ok(Committed::Rows(rows.len() as u64)),
+            Ok(Answer::CommitRolledBack) => Ok(Committed::RolledBack),
+            Ok(other) => unreachable!("COMMIT answered {other:?}"),
+            Err(refusal) => Err(server_error(refusal)),
+        }
+    }
+
+    /// `ROLLBACK`, as the session gets to it.
+    pub(crate) async fn rollback(&self, caller: Caller, txn: TxnId) {
+        let key = (OpKind::Delete, Some(txn), 0);
+        let _ = self.run(caller, key, |_, _| Request::Rollback { txn }).await;
+    }
+
+    /// A cancel request for what call `call`'s session runs.
+    pub(crate) fn cancel(&self, call: u64) {
+        let now_ms = self.recorder.now_ms();
+        self.with_db(|state| state.db.cancel(now_ms, call));
+    }
+
+    /// The connection of call `call` closed (its process died, or the call
+    /// gave up on it).
+    pub(crate) fn connection_closed(&self, call: u64) {
+        let now_ms = self.recorder.now_ms();
+        self.with_db(|state| state.db.connection_closed(now_ms, call));
+    }
+
+    /// The synchronous standby stops answering now, for `for_ms`: every
+    /// commit that wrote something waits, holding its locks.
+    pub async fn stall_standby(&self, for_ms: u64) {
+        let now_ms = self.recorder.now_ms();
+        self.with_db(|state| state.db.set_standby(now_ms, false));
+        let kind = EventKind::StandbyStalled { for_ms };
+        self.recorder.record(Actor::Db, 0, kind);
+        madsim::time::sleep(Duration::from_millis(for_ms)).await;
+        self.recorder.record(Actor::Db, 0, EventKind::StandbyResumed);
+        let now_ms = self.recorder.now_ms();
+        self.with_db(|state| state.db.set_standby(now_ms, true));
+    }
+
+    /// Another client locks the `rows` oldest records for `for_ms`, then
+    /// ends its transaction.
+    pub async fn hold_rows(&self, rows: u32, for_ms: u64) {
+        let now_ms = self.recorder.now_ms();
+        let mut held = (0, 0);
+        self.with_db(|state| {
+            let (txn, locked, effects) = state.db.lock_rows(now_ms, rows);
+            held = (txn, locked);
+            effects
+        });
+        let (txn, locked) = held;
+        let kind = EventKind::RowsHeld {
+            rows: locked,
+            for_ms,
+        };
+        self.recorder.record(Actor::Db, 0, kind);
+        madsim::time::sleep(Duration::from_millis(for_ms)).await;
+        let now_ms = self.recorder.now_ms();
+        self.with_db(|state| state.db.end_other(now_ms, txn));
+        let kind = EventKind::RowsFreed { rows: locked };
+        self.recorder.record(Actor::Db, 0, kind);
+    }
+}
+
+/// As the wire carries them: the server failed the statement, or ended the
+/// session.
+fn server_error(refusal: Refusal) -> ServerError {
+    match refusal {
+        Refusal::Cut(reason) | Refusal::Failed(reason) => ServerError::Failed(reason),
+        Refusal::Closed(reason) => ServerError::Closed(reason),
+    }
+}
