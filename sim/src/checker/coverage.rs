@@ -140,6 +140,26 @@ pub const PROBES: &[(&str, &str)] = &[
         "loss-lease-too-short",
         "leadership lost: a renewed lease was already inside the margin",
     ),
+    (
+        "lock-wait-restarted",
+        "a statement began a second lock acquisition attempt (a fresh lock_timeout)",
+    ),
+    (
+        "lease-applied-after-lock-timeout",
+        "a lease statement applied after waiting longer than lock_timeout in all",
+    ),
+    (
+        "renewal-granted-as-a-cut-delete-let-go",
+        "a renewal granted the instant a failed delete's abort released the row",
+    ),
+    (
+        "fence-waited-behind-commit",
+        "a fence queued behind an update holding the row until durable",
+    ),
+    (
+        "commit-held-by-standby",
+        "a commit completed only when a stalled standby answered again",
+    ),
 ];
 
 /// What is known about one call while the history is read.
@@ -361,5 +381,7 @@ pub fn coverage(history: &History) -> BTreeMap<&'static str, u64> {
             _ => {}
         }
     }
+    drop(hit);
+    super::db_probes::count(history, &mut hits);
     hits
 }

@@ -4,6 +4,7 @@
 //! histories recorded from real runs are checked the same way.
 
 mod coverage;
+mod db_probes;
 mod replica;
 mod service;
 

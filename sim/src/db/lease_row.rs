@@ -87,7 +87,14 @@ impl Database {
         out: &mut Vec<Timed>,
     ) {
         if let Err(refusal) = self.begin_statement(txn, session, id) {
-            emit(out, now_ms, Effect::Done { id, answer: Err(refusal) });
+            emit(
+                out,
+                now_ms,
+                Effect::Done {
+                    id,
+                    answer: Err(refusal),
+                },
+            );
             return;
         }
         self.statements.insert(
@@ -171,7 +178,15 @@ impl Database {
                 *current = Some(blocker);
                 let attempt = *attempt;
                 let behind = vec![blocker];
-                emit(out, now_ms, Effect::Waits { id, attempt, behind });
+                emit(
+                    out,
+                    now_ms,
+                    Effect::Waits {
+                        id,
+                        attempt,
+                        behind,
+                    },
+                );
             }
             break;
         }
@@ -248,11 +263,20 @@ impl Database {
             }
             Kind::Fence { txn, .. } => {
                 let reason = format!("{why}: its transaction aborted");
-                emit(out, now_ms, Effect::Done { id, answer: Err(Refusal::Cut(reason)) });
+                emit(
+                    out,
+                    now_ms,
+                    Effect::Done {
+                        id,
+                        answer: Err(Refusal::Cut(reason)),
+                    },
+                );
                 self.abort_txn(txn, now_ms, out);
                 self.statement_ended(txn, now_ms, out);
             }
-            Kind::Delete { .. } | Kind::Commit { .. } => unreachable!("only the row's lockers wait"),
+            Kind::Delete { .. } | Kind::Commit { .. } => {
+                unreachable!("only the row's lockers wait")
+            }
         }
     }
 }

@@ -62,7 +62,11 @@ impl RowLock {
 
     /// The update `id` is durable: the row is free of it.
     pub fn release_exclusive(&mut self, id: StatementId) {
-        assert_eq!(self.exclusive, Some(id), "released by a statement not holding it");
+        assert_eq!(
+            self.exclusive,
+            Some(id),
+            "released by a statement not holding it"
+        );
         self.exclusive = None;
     }
 

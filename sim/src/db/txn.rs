@@ -22,8 +22,15 @@ impl Database {
                 "transaction {txn} is gone (rolled back by the server)"
             )));
         };
-        assert_eq!(open.session, Some(session), "txn {txn} used by another session");
-        assert!(open.busy.is_none(), "a session runs one statement at a time");
+        assert_eq!(
+            open.session,
+            Some(session),
+            "txn {txn} used by another session"
+        );
+        assert!(
+            open.busy.is_none(),
+            "a session runs one statement at a time"
+        );
         if open.aborted {
             return Err(Refusal::Failed(format!(
                 "transaction {txn} is aborted: commands ignored until ROLLBACK"
@@ -48,7 +55,14 @@ impl Database {
         out: &mut Vec<Timed>,
     ) {
         if let Err(refusal) = self.begin_statement(txn, session, id) {
-            emit(out, now_ms, Effect::Done { id, answer: Err(refusal) });
+            emit(
+                out,
+                now_ms,
+                Effect::Done {
+                    id,
+                    answer: Err(refusal),
+                },
+            );
             return;
         }
         let rows = self.records.lock_oldest(txn, older_than_ms, limit);
@@ -88,7 +102,14 @@ impl Database {
                 return;
             }
             Err(refusal) => {
-                emit(out, now_ms, Effect::Done { id, answer: Err(refusal) });
+                emit(
+                    out,
+                    now_ms,
+                    Effect::Done {
+                        id,
+                        answer: Err(refusal),
+                    },
+                );
                 return;
             }
         }
@@ -169,7 +190,14 @@ impl Database {
             }
             (Pending::Txn, _) => unreachable!("a transaction commits by COMMIT"),
         };
-        emit(out, now_ms, Effect::Done { id, answer: Ok(answer) });
+        emit(
+            out,
+            now_ms,
+            Effect::Done {
+                id,
+                answer: Ok(answer),
+            },
+        );
     }
 
     /// An error aborted `txn`: PostgreSQL releases its locks at once (the
@@ -234,7 +262,9 @@ impl Database {
                 Phase::Waiting { .. } => {
                     self.fail_waiting(id, now_ms, "cancelled by its client", &mut out);
                 }
-                Phase::Working { .. } => self.cut_delete(id, now_ms, "cancelled by its client", &mut out),
+                Phase::Working { .. } => {
+                    self.cut_delete(id, now_ms, "cancelled by its client", &mut out)
+                }
                 Phase::Committing { .. } => self.finish_commit(id, now_ms, &mut out),
             }
         }
@@ -244,13 +274,26 @@ impl Database {
 
     /// A running `DELETE` stops (`why`: its bound or a cancel); its
     /// transaction is aborted and lets go of its locks.
-    pub(super) fn cut_delete(&mut self, id: StatementId, now_ms: i64, why: &str, out: &mut Vec<Timed>) {
+    pub(super) fn cut_delete(
+        &mut self,
+        id: StatementId,
+        now_ms: i64,
+        why: &str,
+        out: &mut Vec<Timed>,
+    ) {
         let running = self.statements.remove(&id).expect("a running delete");
         let Kind::Delete { txn, .. } = running.kind else {
             unreachable!("only deletes work");
         };
         let reason = format!("{why}: the delete is cancelled, its transaction aborted");
-        emit(out, now_ms, Effect::Done { id, answer: Err(Refusal::Cut(reason)) });
+        emit(
+            out,
+            now_ms,
+            Effect::Done {
+                id,
+                answer: Err(Refusal::Cut(reason)),
+            },
+        );
         self.abort_txn(txn, now_ms, out);
         self.statement_ended(txn, now_ms, out);
     }

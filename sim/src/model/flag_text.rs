@@ -19,16 +19,19 @@ pub enum EventFlag {
     StopDuring,
     /// `--hold-rows AT_MS:FOR_MS:ROWS`.
     HoldRows,
+    /// `--stall-standby AT_MS:FOR_MS`.
+    StallStandby,
 }
 
 impl EventFlag {
     /// Every event flag, in the order `sim run` adds their events.
-    pub const ALL: [EventFlag; 5] = [
+    pub const ALL: [EventFlag; 6] = [
         EventFlag::Pause,
         EventFlag::Crash,
         EventFlag::Stop,
         EventFlag::StopDuring,
         EventFlag::HoldRows,
+        EventFlag::StallStandby,
     ];
 
     /// The flag as typed, with its dashes.
@@ -39,6 +42,7 @@ impl EventFlag {
             EventFlag::Stop => "--stop",
             EventFlag::StopDuring => "--stop-during",
             EventFlag::HoldRows => "--hold-rows",
+            EventFlag::StallStandby => "--stall-standby",
         }
     }
 
@@ -85,6 +89,10 @@ impl EventFlag {
                     for_ms,
                     rows: small(flag, text, rows)?,
                 }
+            }
+            EventFlag::StallStandby => {
+                let [at_ms, for_ms] = numbers(flag, text)?;
+                FaultEvent::StallStandby { at_ms, for_ms }
             }
         })
     }

@@ -44,6 +44,10 @@ pub struct Header {
     pub drain_owed: bool,
     /// Every `stop()` must resolve within this much simulated time.
     pub stop_bound_ms: u64,
+    /// The database's `lock_timeout` (0: off, or not known), so a reader
+    /// sees which waits outlasted it.
+    #[serde(default)]
+    pub lock_timeout_ms: u64,
 }
 
 /// Who did something.

@@ -38,8 +38,16 @@ pub fn check_ranges(spec: &RunSpec) -> Result<(), SpecError> {
         ("rpc_timeout_ms".into(), spec.rpc_timeout_ms, 1..=HOUR_MS),
         ("db_batch_ms_min".into(), spec.db_batch_ms_min, 0..=HOUR_MS),
         ("db_batch_ms_max".into(), spec.db_batch_ms_max, 0..=HOUR_MS),
-        ("db_commit_ms_min".into(), spec.db_commit_ms_min, 0..=HOUR_MS),
-        ("db_commit_ms_max".into(), spec.db_commit_ms_max, 0..=HOUR_MS),
+        (
+            "db_commit_ms_min".into(),
+            spec.db_commit_ms_min,
+            0..=HOUR_MS,
+        ),
+        (
+            "db_commit_ms_max".into(),
+            spec.db_commit_ms_max,
+            0..=HOUR_MS,
+        ),
         (
             "statement_timeout_ms".into(),
             spec.statement_timeout_ms,

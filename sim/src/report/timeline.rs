@@ -168,11 +168,7 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
             None,
             format!("the synchronous standby stops answering for {for_ms} ms: commits wait"),
         ),
-        K::StandbyResumed => (
-            "standby".into(),
-            None,
-            "the standby answers again".into(),
-        ),
+        K::StandbyResumed => ("standby".into(), None, "the standby answers again".into()),
         K::RolledBack { call, rows } => (
             "rolled back".into(),
             None,

@@ -124,8 +124,6 @@ pub fn event() -> impl Strategy<Value = FaultEvent> {
                 rows,
             }
         }),
-        (at.clone(), 100..5_000u64)
-            .prop_map(|(at_ms, for_ms)| FaultEvent::StallStandby { at_ms, for_ms }),
         (replica, op, 1..=6u32, outcome(), 0..3_000u64, 0..3_000u64).prop_map(
             |(replica, op, nth, outcome, request_delay_ms, reply_delay_ms)| {
                 // A revoke only means something for a renewal.

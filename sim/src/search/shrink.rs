@@ -49,6 +49,8 @@ pub fn plan_size(spec: &RunSpec) -> usize {
         + [
             spec.rpc_timeout_ms != d.rpc_timeout_ms,
             (spec.db_batch_ms_min, spec.db_batch_ms_max) != (d.db_batch_ms_min, d.db_batch_ms_max),
+            (spec.db_commit_ms_min, spec.db_commit_ms_max)
+                != (d.db_commit_ms_min, d.db_commit_ms_max),
             spec.statement_timeout_ms != d.statement_timeout_ms,
             spec.lock_timeout_ms != d.lock_timeout_ms,
             spec.idle_in_transaction_timeout_ms != d.idle_in_transaction_timeout_ms,
@@ -210,6 +212,16 @@ fn candidates(spec: &RunSpec) -> Vec<RunSpec> {
     out.push(RunSpec {
         db_batch_ms_min: d.db_batch_ms_min,
         db_batch_ms_max: d.db_batch_ms_max,
+        ..spec.clone()
+    });
+    out.push(RunSpec {
+        db_commit_ms_min: d.db_commit_ms_min,
+        db_commit_ms_max: d.db_commit_ms_max,
+        ..spec.clone()
+    });
+    out.push(RunSpec {
+        db_commit_ms_min: spec.db_commit_ms_min / 2,
+        db_commit_ms_max: spec.db_commit_ms_max / 2,
         ..spec.clone()
     });
     out.push(RunSpec {

@@ -36,6 +36,8 @@ pub(crate) const RPC_TIMEOUT_MS: RangeInclusive<u64> = 200..=5_000;
 pub(crate) const DB_BATCH_MS_MIN: RangeInclusive<u64> = 1..=1_000;
 pub(crate) const DB_BATCH_MS_SPREAD: RangeInclusive<u64> = 0..=3_000;
 /// A server-side bound that is on (0, off, is drawn separately).
+pub(crate) const DB_COMMIT_MS_MIN: RangeInclusive<u64> = 0..=20;
+pub(crate) const DB_COMMIT_MS_SPREAD: RangeInclusive<u64> = 0..=300;
 pub(crate) const BOUND_MS: RangeInclusive<u64> = 100..=3_000;
 
 /// Makes a drawn worker configuration valid the way a careful operator

@@ -126,6 +126,13 @@ fn draw_database(seed: u64, spec: &mut RunSpec) {
             spread_ms,
             space::DB_BATCH_MS_SPREAD,
         );
+    // Commits: instant half the time; else a flush and a synchronous
+    // standby nearby (a few ms) or far away (up to a few hundred ms).
+    let mut rng = stream(seed, "db.commit_ms");
+    if rng.gen_bool(0.5) {
+        spec.db_commit_ms_min = rng.gen_range(space::DB_COMMIT_MS_MIN);
+        spec.db_commit_ms_max = spec.db_commit_ms_min + rng.gen_range(space::DB_COMMIT_MS_SPREAD);
+    }
     let bound = |dimension: &str, default: u64| {
         let mut rng = stream(seed, dimension);
         match rng.gen_range(0..4) {
@@ -176,7 +183,7 @@ fn draw_events(seed: u64, replicas: u32, duration_ms: u64) -> Vec<FaultEvent> {
             0
         }
     };
-    let kinds: [(&str, u32, EventDraw); 6] = [
+    let kinds: [(&str, u32, EventDraw); 7] = [
         ("events.pause", 2, |rng, replicas, duration_ms| {
             FaultEvent::Pause {
                 replica: rng.gen_range(1..=replicas),
@@ -207,6 +214,12 @@ fn draw_events(seed: u64, replicas: u32, duration_ms: u64) -> Vec<FaultEvent> {
             }
         }),
         ("events.call_fault", 2, draw_call_fault),
+        ("events.stall_standby", 1, |rng, _, duration_ms| {
+            FaultEvent::StallStandby {
+                at_ms: rng.gen_range(0..duration_ms),
+                for_ms: rng.gen_range(100..=8_000),
+            }
+        }),
         ("events.hold_rows", 1, |rng, _, duration_ms| {
             FaultEvent::HoldRows {
                 at_ms: rng.gen_range(0..duration_ms),

@@ -78,12 +78,15 @@ fn drain_owed(spec: &RunSpec) -> bool {
     };
     // A renewal sent while a batch works waits for its commit (the share
     // lock): it must still land before the lease it renews expires.
-    let renewal_fits = w.renew_interval_ms + spec.db_batch_ms_max + BATCH_SLACK_MS < w.lease_ttl_ms;
-    let work_fits = spec.db_batch_ms_max + BATCH_SLACK_MS < cut_ms && renewal_fits;
+    // It also waits for that commit to be durable, then for its own.
+    let commit_ms = spec.db_commit_ms_max;
+    let renewal_fits = w.renew_interval_ms + spec.db_batch_ms_max + 2 * commit_ms + BATCH_SLACK_MS
+        < w.lease_ttl_ms;
+    let work_fits = spec.db_batch_ms_max + commit_ms + BATCH_SLACK_MS < cut_ms && renewal_fits;
     let rows = u64::from(spec.backlog_rows) + u64::from(spec.boundary_rows);
     let terms = rows.div_ceil(u64::from(w.term_row_cap)) + 1;
     let batches = u64::from(w.term_row_cap).div_ceil(u64::from(w.batch_size));
-    let batch_ms = (spec.db_batch_ms_min + spec.db_batch_ms_max) / 2 + BATCH_SLACK_MS;
+    let batch_ms = (spec.db_batch_ms_min + spec.db_batch_ms_max) / 2 + commit_ms + BATCH_SLACK_MS;
     let term_ms = w.term_interval_ms + w.term_jitter_ms_max + batches * batch_ms;
     let needed_ms = terms.saturating_mul(term_ms).saturating_add(w.lease_ttl_ms);
     faults_off(spec) && work_fits && spec.duration_ms >= needed_ms
@@ -210,6 +213,7 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
         faults_off: faults_off(&spec),
         drain_owed: drain_owed(&spec),
         stop_bound_ms: stop_bound_ms(&spec),
+        lock_timeout_ms: spec.lock_timeout_ms,
     };
 
     let replicas = Arc::new(replicas);

@@ -133,7 +133,10 @@ impl SimPort {
             // send COMMIT after a statement of the transaction failed, and
             // it does not (every failure above returns before COMMIT).
             Committed::RolledBack => {
-                panic!("COMMIT of call {} found its transaction aborted", caller.call)
+                panic!(
+                    "COMMIT of call {} found its transaction aborted",
+                    caller.call
+                )
             }
         };
         sleep_ms(faults.reply_delay_ms).await;

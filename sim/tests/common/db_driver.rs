@@ -98,9 +98,21 @@ impl Driver {
         })
     }
 
-    pub fn lease(&mut self, now_ms: i64, session: SessionId, statement: LeaseStatement) -> StatementId {
+    pub fn lease(
+        &mut self,
+        now_ms: i64,
+        session: SessionId,
+        statement: LeaseStatement,
+    ) -> StatementId {
         let commit_ms = self.commit_ms;
-        self.send(now_ms, session, Request::Lease { statement, commit_ms })
+        self.send(
+            now_ms,
+            session,
+            Request::Lease {
+                statement,
+                commit_ms,
+            },
+        )
     }
 
     pub fn begin(&mut self, now_ms: i64, session: SessionId) -> TxnId {
@@ -111,7 +123,13 @@ impl Driver {
         }
     }
 
-    pub fn fence(&mut self, now_ms: i64, session: SessionId, txn: TxnId, token: u64) -> StatementId {
+    pub fn fence(
+        &mut self,
+        now_ms: i64,
+        session: SessionId,
+        txn: TxnId,
+        token: u64,
+    ) -> StatementId {
         self.send(now_ms, session, Request::Fence { txn, token })
     }
 
@@ -159,9 +177,11 @@ impl Driver {
     /// The attempts each statement began (from its `Waits` effects).
     pub fn attempts(&self, id: StatementId) -> Vec<(i64, u32)> {
         let waits = self.effects.iter().filter_map(|timed| match &timed.effect {
-            Effect::Waits { id: waiting, attempt, .. } if *waiting == id => {
-                Some((timed.at_ms, *attempt))
-            }
+            Effect::Waits {
+                id: waiting,
+                attempt,
+                ..
+            } if *waiting == id => Some((timed.at_ms, *attempt)),
             _ => None,
         });
         waits.collect()

@@ -377,22 +377,42 @@ impl Model {
             }
             Step::Acquire(c, owner) => {
                 let owner = (*owner).to_owned();
-                Some(self.db.lease(now, session(c), LeaseStatement::Acquire { owner }))
+                Some(
+                    self.db
+                        .lease(now, session(c), LeaseStatement::Acquire { owner }),
+                )
             }
             Step::Renew(c, lease) => {
                 let lease = lease.clone();
-                Some(self.db.lease(now, session(c), LeaseStatement::Renew { lease }))
+                Some(
+                    self.db
+                        .lease(now, session(c), LeaseStatement::Renew { lease }),
+                )
             }
             Step::Release(c, lease) => {
                 let lease = lease.clone();
-                Some(self.db.lease(now, session(c), LeaseStatement::Release { lease }))
+                Some(
+                    self.db
+                        .lease(now, session(c), LeaseStatement::Release { lease }),
+                )
             }
         };
         let mut done = BTreeMap::new();
         if let Step::Begin(c) = step {
             done.insert(*c, Answer::Done);
         }
-        if let (Some(id), Step::Begin(c) | Step::Fence(c, _) | Step::Delete(c, ..) | Step::Commit(c) | Step::Rollback(c) | Step::Acquire(c, _) | Step::Renew(c, _) | Step::Release(c, _)) = (sent, step) {
+        if let (
+            Some(id),
+            Step::Begin(c)
+            | Step::Fence(c, _)
+            | Step::Delete(c, ..)
+            | Step::Commit(c)
+            | Step::Rollback(c)
+            | Step::Acquire(c, _)
+            | Step::Renew(c, _)
+            | Step::Release(c, _),
+        ) = (sent, step)
+        {
             self.pending.insert(*c, (id, step.clone()));
         }
         let answered: Vec<usize> = self

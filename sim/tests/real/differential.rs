@@ -164,7 +164,10 @@ impl Model {
                 self.db.delete(now, 1, txn, (*older_than_ms, *limit, 0));
                 let commit = self.db.commit(now, 1, txn);
                 let rows = self.db.rows(commit);
-                assert!(self.db.db.waiting().is_empty(), "nothing waits one statement at a time");
+                assert!(
+                    self.db.db.waiting().is_empty(),
+                    "nothing waits one statement at a time"
+                );
                 Answer::Deleted(rows.iter().map(|row| (row.created_at_ms, row.id)).collect())
             }
         }

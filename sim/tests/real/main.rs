@@ -15,9 +15,9 @@
 //! log.
 
 mod adapters;
+mod concurrent;
 #[path = "../common/db_driver.rs"]
 mod db_driver;
-mod concurrent;
 mod differential;
 mod faults;
 mod log;

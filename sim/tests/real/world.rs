@@ -333,5 +333,7 @@ fn header(seed: u64, initial_rows: u64) -> Header {
         // Two calls in flight that run into their timeout, the release,
         // the pause, slack (the simulator's bound, with this run's figures).
         stop_bound_ms: 3 * CALL_TIMEOUT_MS + PAUSE_MS + 1_000,
+        // The adapters' options are not this module's to read.
+        lock_timeout_ms: 0,
     }
 }

@@ -36,6 +36,7 @@ impl Script {
             faults_off: false,
             drain_owed: false,
             stop_bound_ms: 10_000,
+            lock_timeout_ms: 0,
         };
         Self {
             events: Vec::new(),

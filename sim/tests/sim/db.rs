@@ -60,7 +60,10 @@ fn a_renewal_waits_for_the_open_delete_and_is_judged_at_its_start() {
     let Ok(LeaseAnswer::Granted(new)) = answer else {
         panic!("{answer:?}");
     };
-    assert_eq!((at, new.fencing_token, new.expires_at_ms), (1_500, 2, 1_200));
+    assert_eq!(
+        (at, new.fencing_token, new.expires_at_ms),
+        (1_500, 2, 1_200)
+    );
     assert!(db.db.waiting().is_empty() && db.db.fence_holders().is_empty());
 }
 
@@ -81,7 +84,10 @@ fn a_successor_waits_behind_a_paused_holder_until_its_transaction_ends() {
     db.commit(5_000, 2, txn);
     let lease = granted(&db, successor);
     assert_eq!(lease.owner_id, "r2");
-    assert_eq!(lease.expires_at_ms, 4_000, "already expired when granted at 5,000");
+    assert_eq!(
+        lease.expires_at_ms, 4_000,
+        "already expired when granted at 5,000"
+    );
 }
 
 #[test]
@@ -96,7 +102,10 @@ fn statements_naming_another_lease_do_not_wait() {
         ..lease.clone()
     };
     let renewal = db.lease(20, 3, renew(&stale));
-    assert_eq!(db.lease_answer(renewal), Some((20, Ok(LeaseAnswer::Refused))));
+    assert_eq!(
+        db.lease_answer(renewal),
+        Some((20, Ok(LeaseAnswer::Refused)))
+    );
     let release = db.lease(30, 4, LeaseStatement::Release { lease: stale });
     let cleared_nothing = Ok(LeaseAnswer::Cleared { cleared: false });
     assert_eq!(db.lease_answer(release), Some((30, cleared_nothing)));
@@ -128,9 +137,16 @@ fn waiters_go_in_arrival_order_and_the_fence_passes_them() {
     db.rollback(50, 2, a);
     assert_eq!(db.answer(renewal), None, "the second fence still holds");
     db.commit(60, 5, b);
-    assert!(matches!(db.lease_answer(renewal), Some((60, Ok(LeaseAnswer::Granted(_))))));
+    assert!(matches!(
+        db.lease_answer(renewal),
+        Some((60, Ok(LeaseAnswer::Granted(_))))
+    ));
     let refused = Some((60, Ok(LeaseAnswer::Refused)));
-    assert_eq!(db.lease_answer(successor), refused, "the renewal came first");
+    assert_eq!(
+        db.lease_answer(successor),
+        refused,
+        "the renewal came first"
+    );
 }
 
 #[test]
@@ -138,7 +154,10 @@ fn a_failed_fence_says_why_and_takes_no_lock() {
     let mut db = Driver::new(TTL_MS, &[], Bounds::default());
     let txn = db.begin(0, 2);
     let no_holder = db.fence(0, 2, txn, 1);
-    assert_eq!(db.fence_answer(no_holder), Some(Err(FenceRejection::NoHolder)));
+    assert_eq!(
+        db.fence_answer(no_holder),
+        Some(Err(FenceRejection::NoHolder))
+    );
     let first = db.lease(0, 1, acquire("r1"));
     let lease = granted(&db, first);
     let expired = db.fence(1_000, 2, txn, lease.fencing_token);
@@ -161,15 +180,28 @@ fn skip_locked_leaves_another_transactions_rows_and_a_rollback_returns_them() {
     let (a, b) = (db.begin(10, 2), db.begin(10, 3));
     db.fence(10, 2, a, token);
     db.fence(10, 3, b, token);
-    let created = |db: &Driver, id| db.rows(id).iter().map(|r| r.created_at_ms).collect::<Vec<_>>();
+    let created = |db: &Driver, id| {
+        db.rows(id)
+            .iter()
+            .map(|r| r.created_at_ms)
+            .collect::<Vec<_>>()
+    };
     let one = db.delete(10, 2, a, (10, 3, 0));
     assert_eq!(created(&db, one), vec![1, 2, 3]);
     let two = db.delete(10, 3, b, (10, 3, 0));
-    assert_eq!(created(&db, two), vec![4, 5], "a short batch with eligible rows left");
+    assert_eq!(
+        created(&db, two),
+        vec![4, 5],
+        "a short batch with eligible rows left"
+    );
     assert_eq!(db.db.records().len(), 5, "nothing is gone before a commit");
     db.rollback(20, 2, a);
     db.commit(30, 3, b);
-    assert_eq!(db.db.records().count_older_than(10), 3, "the rolled-back rows stay");
+    assert_eq!(
+        db.db.records().count_older_than(10),
+        3,
+        "the rolled-back rows stay"
+    );
 }
 
 #[test]
@@ -189,7 +221,10 @@ fn lock_timeout_is_armed_afresh_for_each_holder_waited_for() {
     db.commit(1_810, 3, b);
     let (at, answer) = db.lease_answer(renewal).expect("answered");
     assert!(matches!(answer, Ok(LeaseAnswer::Granted(_))), "{answer:?}");
-    assert_eq!(at, 1_810, "granted after 1,670 ms of waiting, each wait under 1 s");
+    assert_eq!(
+        at, 1_810,
+        "granted after 1,670 ms of waiting, each wait under 1 s"
+    );
 }
 
 #[test]
@@ -213,7 +248,11 @@ fn a_waiter_behind_another_restarts_its_timer_only_when_it_reaches_the_head() {
         other => panic!("statement {id}: {other:?}"),
     };
     assert_eq!(
-        [failed_at(&db, one), failed_at(&db, two), failed_at(&db, three)],
+        [
+            failed_at(&db, one),
+            failed_at(&db, two),
+            failed_at(&db, three)
+        ],
         [1_100, 2_100, 1_500]
     );
 }
@@ -230,7 +269,10 @@ fn statement_timeout_bounds_the_whole_statement_across_attempts() {
     db.commit(900, 2, a);
     db.advance(3_000);
     let (at, answer) = db.lease_answer(renewal).expect("failed");
-    assert!(matches!(&answer, Err(why) if why.starts_with("statement timeout")), "{answer:?}");
+    assert!(
+        matches!(&answer, Err(why) if why.starts_with("statement timeout")),
+        "{answer:?}"
+    );
     assert_eq!(at, 1_600, "its start plus statement_timeout");
 }
 
@@ -248,14 +290,30 @@ fn an_error_in_a_transaction_releases_its_locks_at_once_and_commit_answers_rollb
     let delete = db.delete(110, 2, txn, (10, 200, 2_000));
     let renewal = db.lease(200, 3, renew(&lease));
     db.advance(650);
-    assert!(matches!(db.answer(delete), Some((610, Err(Refusal::Cut(_))))));
-    assert!(matches!(db.lease_answer(renewal), Some((610, Ok(LeaseAnswer::Granted(_))))));
+    assert!(matches!(
+        db.answer(delete),
+        Some((610, Err(Refusal::Cut(_))))
+    ));
+    assert!(matches!(
+        db.lease_answer(renewal),
+        Some((610, Ok(LeaseAnswer::Granted(_))))
+    ));
     assert!(db.db.fence_holders().is_empty());
-    assert_eq!(db.db.records().count_older_than(10), 3, "the rows stay, unlocked");
+    assert_eq!(
+        db.db.records().count_older_than(10),
+        3,
+        "the rows stay, unlocked"
+    );
     let again = db.delete(700, 2, txn, (10, 200, 0));
-    assert!(matches!(db.answer(again), Some((_, Err(Refusal::Failed(_))))));
+    assert!(matches!(
+        db.answer(again),
+        Some((_, Err(Refusal::Failed(_))))
+    ));
     let commit = db.commit(800, 2, txn);
-    assert_eq!(db.answer(commit), Some(&(800, Ok(Answer::CommitRolledBack))));
+    assert_eq!(
+        db.answer(commit),
+        Some(&(800, Ok(Answer::CommitRolledBack)))
+    );
     assert!(!db.db.is_open(txn));
 }
 
@@ -265,7 +323,10 @@ fn a_commit_holds_its_locks_until_durable_and_statement_timeout_does_not_cut_it(
     db.commit_ms = 1_000;
     let first = db.lease(0, 1, acquire("r1"));
     assert_eq!(db.answer(first), None, "the grant waits for its commit");
-    assert!(db.db.lease().stored().is_none(), "not visible before durable");
+    assert!(
+        db.db.lease().stored().is_none(),
+        "not visible before durable"
+    );
     db.advance(1_000);
     let lease = granted(&db, first);
     let txn = db.begin(1_000, 2);
@@ -273,16 +334,27 @@ fn a_commit_holds_its_locks_until_durable_and_statement_timeout_does_not_cut_it(
     db.delete(1_000, 2, txn, (10, 200, 0));
     let commit = db.commit(1_100, 2, txn);
     db.advance(1_900);
-    assert_eq!(db.answer(commit), None, "past statement_timeout, still committing");
+    assert_eq!(
+        db.answer(commit),
+        None,
+        "past statement_timeout, still committing"
+    );
     let renewal = db.lease(2_000, 3, renew(&lease));
     db.advance(2_050);
-    assert_eq!(db.answer(renewal), None, "the share lock is held through the commit");
+    assert_eq!(
+        db.answer(renewal),
+        None,
+        "the share lock is held through the commit"
+    );
     db.advance(2_100);
     assert_eq!(db.rows(commit).len(), 2);
     // The renewal took the row at 2,100 and now commits for a second.
     assert_eq!(db.answer(renewal), None);
     db.advance(3_100);
-    assert!(matches!(db.lease_answer(renewal), Some((3_100, Ok(LeaseAnswer::Granted(_))))));
+    assert!(matches!(
+        db.lease_answer(renewal),
+        Some((3_100, Ok(LeaseAnswer::Granted(_))))
+    ));
 }
 
 #[test]
@@ -294,10 +366,21 @@ fn a_refused_acquire_holds_the_row_through_its_commit_and_a_fence_waits_behind_i
     let refused = db.lease(100, 2, acquire("r2"));
     let txn = db.begin(200, 3);
     let fence = db.fence(200, 3, txn, lease.fencing_token);
-    assert_eq!(db.fence_answer(fence), None, "waits behind the committing acquire");
+    assert_eq!(
+        db.fence_answer(fence),
+        None,
+        "waits behind the committing acquire"
+    );
     db.advance(600);
-    assert_eq!(db.lease_answer(refused), Some((600, Ok(LeaseAnswer::Refused))));
-    assert_eq!(db.fence_answer(fence), Some(Ok(())), "judged at its start, row unchanged");
+    assert_eq!(
+        db.lease_answer(refused),
+        Some((600, Ok(LeaseAnswer::Refused)))
+    );
+    assert_eq!(
+        db.fence_answer(fence),
+        Some(Ok(())),
+        "judged at its start, row unchanged"
+    );
 }
 
 #[test]
@@ -306,12 +389,22 @@ fn a_standby_that_stops_answering_holds_commits_until_a_cancel() {
     db.standby(0, false);
     let first = db.lease(0, 1, acquire("r1"));
     db.advance(60_000);
-    assert_eq!(db.answer(first), None, "no bound cuts the wait for the standby");
+    assert_eq!(
+        db.answer(first),
+        None,
+        "no bound cuts the wait for the standby"
+    );
     let second = db.lease(60_000, 2, acquire("r2"));
     db.advance(61_500);
-    assert!(matches!(db.lease_answer(second), Some((61_000, Err(_)))), "lock timeout");
+    assert!(
+        matches!(db.lease_answer(second), Some((61_000, Err(_)))),
+        "lock timeout"
+    );
     // The client's cancel ends the wait: committed locally.
     db.cancel(61_500, 1);
-    assert!(matches!(db.lease_answer(first), Some((61_500, Ok(LeaseAnswer::Granted(_))))));
+    assert!(matches!(
+        db.lease_answer(first),
+        Some((61_500, Ok(LeaseAnswer::Granted(_))))
+    ));
     assert!(db.db.lease().stored().is_some());
 }

@@ -123,6 +123,14 @@ pub struct RunArgs {
     /// AT_MS for FOR_MS (deletes skip them): `AT_MS:FOR_MS:ROWS`.
     #[arg(long, value_name = "AT:FOR:ROWS")]
     pub hold_rows: Vec<String>,
+    /// The database's synchronous standby stops answering at AT_MS for
+    /// FOR_MS (commits wait, holding their locks): `AT_MS:FOR_MS`.
+    #[arg(long, value_name = "AT:FOR")]
+    pub stall_standby: Vec<String>,
+    /// Each commit that wrote something takes MIN..=MAX ms to be durable
+    /// (flush and synchronous standby): `MIN:MAX` (default 0:0).
+    #[arg(long, value_name = "MIN:MAX")]
+    pub db_commit_ms: Option<String>,
     /// Also write the history as JSON lines to this file.
     #[arg(long)]
     pub jsonl: Option<std::path::PathBuf>,
@@ -242,6 +250,12 @@ pub fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
     if let Some(duration_ms) = args.duration_ms {
         spec.duration_ms = duration_ms;
     }
+    if let Some(text) = &args.db_commit_ms {
+        let bad = || format!("--db-commit-ms {text:?}: expected MIN:MAX in milliseconds");
+        let (min, max) = text.split_once(':').ok_or_else(bad)?;
+        spec.db_commit_ms_min = min.parse().map_err(|_| bad())?;
+        spec.db_commit_ms_max = max.parse().map_err(|_| bad())?;
+    }
     spec.flaw = args.flaw;
     let mut named = std::collections::BTreeSet::new();
     for fault in &args.faults {
@@ -265,6 +279,7 @@ pub fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
         &args.stop,
         &args.stop_during,
         &args.hold_rows,
+        &args.stall_standby,
     ]) {
         for text in texts {
             spec.events.push(flag.parse(text)?);

@@ -83,7 +83,10 @@ impl DbNode {
         token: u64,
     ) -> Result<Result<(), String>, ServerError> {
         let key = (OpKind::Delete, Some(txn), token);
-        match self.run(caller, key, |_, _| Request::Fence { txn, token }).await {
+        match self
+            .run(caller, key, |_, _| Request::Fence { txn, token })
+            .await
+        {
             Ok(Answer::Fence(checked)) => Ok(checked.map_err(|rejection| rejection.to_string())),
             Ok(other) => unreachable!("the fence answered {other:?}"),
             Err(refusal) => Err(server_error(refusal)),
@@ -117,7 +120,11 @@ impl DbNode {
         }
     }
 
-    pub(crate) async fn commit(&self, caller: Caller, txn: TxnId) -> Result<Committed, ServerError> {
+    pub(crate) async fn commit(
+        &self,
+        caller: Caller,
+        txn: TxnId,
+    ) -> Result<Committed, ServerError> {
         let key = (OpKind::Delete, Some(txn), 0);
         let build = |node: &Self, state: &mut State| Request::Commit {
             txn,
@@ -134,7 +141,9 @@ impl DbNode {
     /// `ROLLBACK`, as the session gets to it.
     pub(crate) async fn rollback(&self, caller: Caller, txn: TxnId) {
         let key = (OpKind::Delete, Some(txn), 0);
-        let _ = self.run(caller, key, |_, _| Request::Rollback { txn }).await;
+        let _ = self
+            .run(caller, key, |_, _| Request::Rollback { txn })
+            .await;
     }
 
     /// A cancel request for what call `call`'s session runs.
@@ -158,7 +167,8 @@ impl DbNode {
         let kind = EventKind::StandbyStalled { for_ms };
         self.recorder.record(Actor::Db, 0, kind);
         madsim::time::sleep(Duration::from_millis(for_ms)).await;
-        self.recorder.record(Actor::Db, 0, EventKind::StandbyResumed);
+        self.recorder
+            .record(Actor::Db, 0, EventKind::StandbyResumed);
         let now_ms = self.recorder.now_ms();
         self.with_db(|state| state.db.set_standby(now_ms, true));
     }

@@ -11,7 +11,10 @@ use crate::model::{Actor, EventKind, OpKind};
 use crate::world::wire::{Caller, to_rec};
 
 type Records = Vec<(Caller, Actor, EventKind)>;
-type Replies = Vec<(oneshot::Sender<Result<Answer, Refusal>>, Result<Answer, Refusal>)>;
+type Replies = Vec<(
+    oneshot::Sender<Result<Answer, Refusal>>,
+    Result<Answer, Refusal>,
+)>;
 
 /// Applies `effects` to the node's bookkeeping: what to record, in order,
 /// and whom to answer (deleted rows kept only for a history being
@@ -92,14 +95,18 @@ pub(super) fn apply(state: &mut State, effects: Vec<Timed>, keep_rows: bool) -> 
                 replies.push((waiter.reply, answer));
             }
             Effect::LocksReleased { txn, rows } => {
-                let Some(info) = state.txns.get(&txn) else { continue };
+                let Some(info) = state.txns.get(&txn) else {
+                    continue;
+                };
                 if info.fenced_at_ms.is_some() {
                     let call = info.caller.call;
                     records.push((info.caller, Actor::Db, EventKind::RolledBack { call, rows }));
                 }
             }
             Effect::SessionEnded { txn, reason } => {
-                let Some(info) = state.txns.get(&txn) else { continue };
+                let Some(info) = state.txns.get(&txn) else {
+                    continue;
+                };
                 let call = info.caller.call;
                 records.push((info.caller, Actor::Db, EventKind::Aborted { call, reason }));
             }
@@ -111,7 +118,10 @@ pub(super) fn apply(state: &mut State, effects: Vec<Timed>, keep_rows: bool) -> 
 /// The transaction a delete call's statement ran in.
 fn txn_of(state: &mut State, txn: Option<crate::db::TxnId>) -> &mut TxnInfo {
     let txn = txn.expect("a transaction's statement names it");
-    state.txns.get_mut(&txn).expect("a begun transaction is known")
+    state
+        .txns
+        .get_mut(&txn)
+        .expect("a begun transaction is known")
 }
 
 /// Lease statements are the lease service's doing; the delete's are the
