@@ -381,7 +381,6 @@ pub fn coverage(history: &History) -> BTreeMap<&'static str, u64> {
             _ => {}
         }
     }
-    drop(hit);
     super::db_probes::count(history, &mut hits);
     hits
 }

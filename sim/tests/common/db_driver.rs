@@ -136,7 +136,7 @@ impl Driver {
     /// The fence's check, if it answered.
     pub fn fence_answer(&self, id: StatementId) -> Option<Result<(), FenceRejection>> {
         match self.answer(id)? {
-            (_, Ok(Answer::Fence(checked))) => Some(checked.clone()),
+            (_, Ok(Answer::Fence(checked))) => Some(*checked),
             other => panic!("statement {id} is not an answered fence: {other:?}"),
         }
     }

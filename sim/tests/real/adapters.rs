@@ -298,7 +298,7 @@ fn every_pooled_connection_carries_the_server_side_bounds() {
     });
 }
 
-fn runner_config(url: &str, extra: &[&str]) -> RunnerConfig {
+pub(crate) fn runner_config(url: &str, extra: &[&str]) -> RunnerConfig {
     let mut args = vec![
         "retention-worker",
         "--database-url",
@@ -435,9 +435,9 @@ fn the_runner_names_the_flag_that_breaks_a_rule() {
     assert_eq!(
         refused(&["--idle-in-transaction-timeout-ms", "1400"]),
         "--idle-in-transaction-timeout-ms = 1400 (call 800 + statement 800 + idle 1400 \
-         = 3000 ms, TTL 3000 ms): makes call_timeout_ms + statement_timeout_ms + \
-         idle_in_transaction_timeout_ms reach lease_ttl_ms: a stalled holder's lock would \
-         outlast its lease"
+         + commit wait 0 = 3000 ms, TTL 3000 ms): makes call_timeout_ms + \
+         statement_timeout_ms + idle_in_transaction_timeout_ms + commit_wait_ms_max reach \
+         lease_ttl_ms: a stalled holder's lock would outlast its lease"
     );
     assert_eq!(
         refused(&["--keepalive-idle-ms", "500"]),

@@ -15,6 +15,7 @@
 //! log.
 
 mod adapters;
+mod commit_wait;
 mod concurrent;
 #[path = "../common/db_driver.rs"]
 mod db_driver;

@@ -91,6 +91,28 @@ pub fn connect_pool(
         .map_err(|e| SetupError(format!("connection pool: {e}")))
 }
 
+/// Checks what the server would do to the lock-hold rule
+/// ([`PgOptions::longest_lock_hold_ms`]) that no flag sets: whether its
+/// commits wait for a synchronous standby, as a worker session sees the
+/// settings (a role or database may override the server's).
+pub async fn check_server(pool: &Pool, options: &PgOptions) -> Result<(), SetupError> {
+    let client = pool
+        .get()
+        .await
+        .map_err(|e| SetupError(format!("no database connection: {e}")))?;
+    let row = client
+        .query_one(
+            "SELECT current_setting('synchronous_commit'), \
+                    current_setting('synchronous_standby_names')",
+            &[],
+        )
+        .await
+        .map_err(|e| SetupError(format!("reading the server's commit settings: {e}")))?;
+    options
+        .commit_wait(row.get(0), row.get(1))
+        .map_err(SetupError)
+}
+
 /// Runs `call` on a pooled connection under the timeout (waiting for the
 /// connection counts); no answer in time is ambiguous. A connection whose
 /// call ended ambiguously (timed out, or lost) is closed instead of handed

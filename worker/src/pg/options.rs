@@ -26,14 +26,23 @@ pub struct PgOptions {
     /// `statement_timeout`: the server cancels any statement, lock waits
     /// included, that runs longer. Default: a sixth of the TTL (5 s).
     pub statement_timeout_ms: u64,
-    /// `lock_timeout`: the server fails a statement that waited this long
-    /// for a lock (a renewal or a successor's acquire behind a delete).
-    /// Default: a sixth of the TTL (5 s).
+    /// `lock_timeout`: the server fails a statement whose one lock
+    /// acquisition attempt waited this long (a renewal or a successor's
+    /// acquire behind a delete). Each attempt gets its own: a statement
+    /// queued behind several holders in turn may wait longer in all, which
+    /// only `statement_timeout_ms` bounds. Default: a sixth of the TTL (5 s).
     pub lock_timeout_ms: u64,
     /// `idle_in_transaction_session_timeout`: the server ends a session that
     /// left a transaction open and sent nothing for this long, rolling it
     /// back. Default: a sixth of the TTL (5 s).
     pub idle_in_transaction_timeout_ms: u64,
+    /// The longest a commit may wait to be durable that the operator
+    /// vouches for: with `synchronous_commit` waiting for a synchronous
+    /// standby, every commit (a lease grant, a delete's `COMMIT`) keeps its
+    /// locks until the standby answers, and no PostgreSQL setting bounds
+    /// that wait. Default 0: the worker's sessions do not wait for a
+    /// standby (the runner checks the server, see [`PgOptions::commit_wait`]).
+    pub commit_wait_ms_max: u64,
     /// TCP keepalive idle time, on the client's socket and the server's
     /// (`tcp_keepalives_idle`); probes follow every second, three of them.
     /// Default: a sixth of the TTL, at least 1 s (5 s).
@@ -69,28 +78,61 @@ impl PgOptions {
             statement_timeout_ms: sixth_ms,
             lock_timeout_ms: sixth_ms,
             idle_in_transaction_timeout_ms: sixth_ms,
+            commit_wait_ms_max: 0,
             keepalive_idle_ms: sixth_ms.max(1_000),
         }
     }
 
-    /// The longest a client can hold the lease row's share lock once it
+    /// The longest a client can hold a lock on the lease row once it
     /// stopped taking part (froze, lost its network, died without closing
     /// its socket): up to `call_timeout_ms` of a delete it was still
-    /// running normally (any longer and it gives up and closes the
+    /// running normally (any longer and it gives up, cancels and closes the
     /// connection itself), then the statement the server was running, at
     /// most `statement_timeout_ms`, then an idle open transaction, at most
-    /// `idle_in_transaction_timeout_ms`, after which the server rolls back.
+    /// `idle_in_transaction_timeout_ms`, after which the server rolls back;
+    /// or a commit it sent waiting to be durable, at most
+    /// `commit_wait_ms_max` (neither bound cuts that wait, and a client that
+    /// is gone sends no cancel). A statement that fails inside the
+    /// transaction releases everything at once, so it only shortens this.
     pub fn longest_lock_hold_ms(&self) -> u64 {
         self.call_timeout_ms
             .saturating_add(self.statement_timeout_ms)
             .saturating_add(self.idle_in_transaction_timeout_ms)
+            .saturating_add(self.commit_wait_ms_max)
     }
 
-    /// The longest one statement waits behind that lock before the server
-    /// fails it (the caller retries later): `min(lock_timeout_ms,
-    /// statement_timeout_ms)`.
+    /// The longest one statement waits for the lease row before the server
+    /// fails it (the caller retries later): `statement_timeout_ms`.
+    /// `lock_timeout_ms` bounds each lock acquisition attempt, and a
+    /// statement behind several holders makes one attempt per holder (and
+    /// one more when the waiter ahead of it leaves), so only the statement's
+    /// bound holds for the total. The statement's own commit may then wait
+    /// up to `commit_wait_ms_max` more.
     pub fn longest_lock_wait_ms(&self) -> u64 {
-        self.lock_timeout_ms.min(self.statement_timeout_ms)
+        self.statement_timeout_ms
+    }
+
+    /// Whether the server's settings let a commit wait without a bound, read
+    /// from `synchronous_commit` and `synchronous_standby_names` as a worker
+    /// session sees them: `Err` names the settings when commits wait for a
+    /// standby and `commit_wait_ms_max` is 0 (nothing then bounds how long
+    /// a stalled holder keeps the lease row locked).
+    pub fn commit_wait(&self, synchronous_commit: &str, standby_names: &str) -> Result<(), String> {
+        let waits = !standby_names.trim().is_empty()
+            && matches!(synchronous_commit, "on" | "remote_write" | "remote_apply");
+        if waits && self.commit_wait_ms_max == 0 {
+            return Err(format!(
+                "the server's commits wait for a synchronous standby (synchronous_standby_names = \
+                 '{standby_names}', synchronous_commit = {synchronous_commit}) and PostgreSQL bounds \
+                 that wait by nothing: a commit keeps the lease row locked until the standby \
+                 answers. Give --commit-wait-ms-max with the longest wait you vouch for (call + \
+                 statement + idle-in-transaction timeouts + it must stay below the lease TTL), or \
+                 let the worker's role commit without the standby (ALTER ROLE ... SET \
+                 synchronous_commit = local), accepting that a failover may lose the last lease \
+                 change (README: commits that wait)"
+            ));
+        }
+        Ok(())
     }
 
     /// Checks the rules the bounds must keep; the error names the field.
@@ -137,14 +179,15 @@ impl PgOptions {
             hold >= ttl,
             "idle_in_transaction_timeout_ms",
             format!(
-                "{} (call {} + statement {} + idle {} = {hold} ms, TTL {ttl} ms)",
+                "{} (call {} + statement {} + idle {} + commit wait {} = {hold} ms, TTL {ttl} ms)",
                 self.idle_in_transaction_timeout_ms,
                 self.call_timeout_ms,
                 self.statement_timeout_ms,
-                self.idle_in_transaction_timeout_ms
+                self.idle_in_transaction_timeout_ms,
+                self.commit_wait_ms_max
             ),
-            "makes call_timeout_ms + statement_timeout_ms + idle_in_transaction_timeout_ms \
-             reach lease_ttl_ms: a stalled holder's lock would outlast its lease",
+            "makes call_timeout_ms + statement_timeout_ms + idle_in_transaction_timeout_ms + \
+             commit_wait_ms_max reach lease_ttl_ms: a stalled holder's lock would outlast its lease",
         )
     }
 

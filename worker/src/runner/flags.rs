@@ -55,8 +55,9 @@ pub struct RunnerConfig {
     /// Default: a sixth of the lease TTL.
     #[arg(long, env = "RETENTION_STATEMENT_TIMEOUT_MS")]
     pub statement_timeout_ms: Option<u64>,
-    /// The server fails a statement waiting this long for a lock
-    /// (`lock_timeout`). Default: a sixth of the lease TTL.
+    /// The server fails a statement whose one lock acquisition attempt
+    /// waited this long (`lock_timeout`; each attempt has its own, only the
+    /// statement timeout bounds the total). Default: a sixth of the lease TTL.
     #[arg(long, env = "RETENTION_LOCK_TIMEOUT_MS")]
     pub lock_timeout_ms: Option<u64>,
     /// The server ends a session idle this long inside a transaction
@@ -65,6 +66,12 @@ pub struct RunnerConfig {
     /// lease TTL.
     #[arg(long, env = "RETENTION_IDLE_IN_TRANSACTION_TIMEOUT_MS")]
     pub idle_in_transaction_timeout_ms: Option<u64>,
+    /// The longest a commit may wait for a synchronous standby that you
+    /// vouch for (PostgreSQL bounds that wait by nothing); required when the
+    /// server's commits wait for one. Counted in the lock-hold rule.
+    /// Default 0: commits do not wait for a standby.
+    #[arg(long, env = "RETENTION_COMMIT_WAIT_MS_MAX", default_value_t = 0)]
+    pub commit_wait_ms_max: u64,
     /// TCP keepalive idle time on both ends of every connection. Default: a
     /// sixth of the lease TTL, at least 1 s.
     #[arg(long, env = "RETENTION_KEEPALIVE_IDLE_MS")]
@@ -112,6 +119,7 @@ impl RunnerConfig {
                 .idle_in_transaction_timeout_ms
                 .unwrap_or(derived.idle_in_transaction_timeout_ms),
             keepalive_idle_ms: self.keepalive_idle_ms.unwrap_or(derived.keepalive_idle_ms),
+            commit_wait_ms_max: self.commit_wait_ms_max,
             ..derived
         }
     }

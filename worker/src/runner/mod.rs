@@ -14,7 +14,9 @@ use tracing::{info, warn};
 
 pub use flags::{RunnerConfig, default_owner_id};
 
-use crate::pg::{PgLeaseService, PgRecords, SetupError, SystemClock, connect_pool, migrate};
+use crate::pg::{
+    PgLeaseService, PgRecords, SetupError, SystemClock, check_server, connect_pool, migrate,
+};
 use crate::{
     ConfigError, Dependencies, RunError, SeededJitter, ServeSummary, TermEnd, TermReport, Worker,
 };
@@ -104,6 +106,9 @@ pub async fn run_runner(
         let applied = migrate(&pool).await.map_err(RunnerError::Setup)?;
         info!(?applied, "schema up to date");
     }
+    check_server(&pool, &options)
+        .await
+        .map_err(RunnerError::Setup)?;
     let deps = Dependencies {
         clock: SystemClock,
         leases: PgLeaseService::new(pool.clone(), options.clone()),
