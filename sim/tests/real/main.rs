@@ -25,6 +25,7 @@ mod log;
 mod port;
 mod real_mode;
 mod replica;
+mod timed;
 mod world;
 
 /// A multi-threaded tokio runtime for one test.
