@@ -6,8 +6,7 @@ use retention_sim::model::RunSpec;
 use retention_sim::search::{ExploreConfig, explore};
 use retention_sim::{Sim, check};
 
-/// 600 swarm seeds reach all 42 probes on this tree; the rarest
-/// (`delete-fenced-by-successor`) six times.
+/// 600 swarm seeds reach all 47 probes on this tree.
 #[test]
 fn a_standard_sweep_reaches_every_probe() {
     let config = ExploreConfig {
