@@ -100,6 +100,22 @@ fn stories() -> Vec<Story> {
                 (50, 0, Fence),
                 (100, 0, Work(3_000)),
                 (300, 1, Renew),
+                // PostgreSQL answers COMMIT of the aborted transaction with
+                // the tag ROLLBACK, no error.
+                (1_000, 0, Commit),
+            ],
+        },
+        Story {
+            name: "a cancel ends a lock wait with nothing applied",
+            bounds: locks,
+            standby_stalled: false,
+            steps: vec![
+                (0, 0, Begin),
+                (50, 0, Fence),
+                (100, 1, Renew),
+                (600, 1, Cancel),
+                (700, 2, Renew),
+                (900, 0, Commit),
             ],
         },
         Story {
