@@ -20,9 +20,10 @@
 //!    operations, flaws and knobs, and the [`History`] with its JSON lines.
 //!    Plain data (serde and the worker's types), no madsim.
 //! 2. [`checker`]: [`check`] judges a history clause by clause. Uses `model`.
-//! 3. [`db`]: the simulated PostgreSQL, a state machine: the lease row and
-//!    its lock, the records and their row locks, transactions, each
-//!    statement judged where its SQL judges time. Uses `model`.
+//! 3. [`db`]: the simulated PostgreSQL, a state machine driven by its
+//!    caller's clock: the lease row and its lock, the records and their row
+//!    locks, transactions, the server-side bounds and commit durability,
+//!    each statement judged where its SQL judges time. Uses `model`.
 //! 4. [`calls`]: a replica's call numbering and fault draws on any runtime,
 //!    shared by the simulator and the real-mode tests. Uses `model`.
 //! 5. [`world`]: the madsim boundary: clock, recorder, wire messages, the
