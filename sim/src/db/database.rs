@@ -209,6 +209,25 @@ impl Database {
         out
     }
 
+    /// Statement `id` of `session` starts at `now_ms`.
+    pub(super) fn start(
+        &mut self,
+        (id, session, now_ms): (StatementId, SessionId, i64),
+        kind: Kind,
+        phase: Phase,
+    ) {
+        let running = Running {
+            session,
+            started_ms: now_ms,
+            kind,
+            phase,
+        };
+        assert!(
+            self.statements.insert(id, running).is_none(),
+            "statement {id} twice"
+        );
+    }
+
     /// Opens a transaction.
     pub(super) fn open(&mut self, session: Option<SessionId>, now_ms: i64) -> TxnId {
         self.next_txn += 1;

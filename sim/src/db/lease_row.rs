@@ -4,7 +4,7 @@
 
 use retention_worker::memory::LeaseTable;
 
-use super::database::{Database, Kind, Pending, Phase, Running};
+use super::database::{Database, Kind, Pending, Phase};
 use super::emit;
 use super::statement::{
     Answer, Applied, Effect, LeaseAnswer, LeaseStatement, Refusal, SessionId, StatementId, Timed,
@@ -37,17 +37,13 @@ impl Database {
             return;
         }
         let free = self.lock.free_for_update();
-        self.statements.insert(
-            id,
-            Running {
-                session,
-                started_ms: now_ms,
-                kind: Kind::Lease {
-                    statement,
-                    commit_ms,
-                },
-                phase: waiting(),
+        self.start(
+            (id, session, now_ms),
+            Kind::Lease {
+                statement,
+                commit_ms,
             },
+            waiting(),
         );
         if free {
             self.take_row(id, now_ms, out);
@@ -97,15 +93,7 @@ impl Database {
             );
             return;
         }
-        self.statements.insert(
-            id,
-            Running {
-                session,
-                started_ms: now_ms,
-                kind: Kind::Fence { txn, token },
-                phase: waiting(),
-            },
-        );
+        self.start((id, session, now_ms), Kind::Fence { txn, token }, waiting());
         if self.lock.free_for_share() {
             self.grant_fence(id, now_ms, out);
         } else {

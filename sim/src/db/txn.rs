@@ -3,7 +3,7 @@
 //! session left waiting for `ROLLBACK`), a client's cancel and a closed
 //! connection.
 
-use super::database::{Database, Kind, Pending, Phase, Running};
+use super::database::{Database, Kind, Pending, Phase};
 use super::emit;
 use super::statement::{Answer, Effect, Refusal, SessionId, StatementId, Timed, TxnId};
 
@@ -69,14 +69,10 @@ impl Database {
         let open = self.txns.get_mut(&txn).expect("an open txn");
         open.deleted.extend_from_slice(&rows);
         let until_ms = now_ms.saturating_add_unsigned(work_ms);
-        self.statements.insert(
-            id,
-            Running {
-                session,
-                started_ms: now_ms,
-                kind: Kind::Delete { txn, rows },
-                phase: Phase::Working { until_ms },
-            },
+        self.start(
+            (id, session, now_ms),
+            Kind::Delete { txn, rows },
+            Phase::Working { until_ms },
         );
     }
 
@@ -120,16 +116,12 @@ impl Database {
         } else {
             now_ms
         };
-        self.statements.insert(
-            id,
-            Running {
-                session,
-                started_ms: now_ms,
-                kind: Kind::Commit { txn },
-                phase: Phase::Committing {
-                    ready_ms,
-                    pending: Box::new(Pending::Txn),
-                },
+        self.start(
+            (id, session, now_ms),
+            Kind::Commit { txn },
+            Phase::Committing {
+                ready_ms,
+                pending: Box::new(Pending::Txn),
             },
         );
         if wrote {
