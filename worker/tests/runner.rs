@@ -68,3 +68,46 @@ fn sigterm_stops_after_the_term_settles_and_the_lease_is_released() {
         "the backlog drained before the signal: nothing tested"
     );
 }
+
+/// A production box's environment holds the real URL: neither `--help` nor
+/// a failed start may print any part of its password.
+#[test]
+fn the_database_password_is_never_printed() {
+    let password = "s3cr3t-Pa55";
+    let run = |url: &str, args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_retention-worker"))
+            .env("DATABASE_URL", url)
+            .env("RUST_LOG", "debug")
+            .args(args)
+            .output()
+            .expect("start retention-worker");
+        let shown = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(
+            !shown.contains(password),
+            "{args:?} printed the password:\n{shown}"
+        );
+        assert!(
+            !shown.contains("Pa55"),
+            "{args:?} printed part of it:\n{shown}"
+        );
+        (output.status.code(), shown)
+    };
+    let url = format!("postgres://app:{password}@db.invalid:5432/prod");
+    let (status, help) = run(&url, &["--help"]);
+    assert_eq!(status, Some(0));
+    assert!(help.contains("[env: DATABASE_URL]"), "{help}");
+    // Nothing listens on port 1: the start fails, naming no password.
+    let url = format!("postgres://app:{password}@127.0.0.1:1/prod?connect_timeout=2");
+    let (status, error) = run(&url, &["--once", "--owner-id", "r1"]);
+    assert_eq!(status, Some(2), "{error}");
+    assert!(error.contains("no database connection"), "{error}");
+    // A URL the driver refuses, password and all.
+    let url = format!("postgres://app:{password}@127.0.0.1:notaport/prod");
+    let (status, error) = run(&url, &["--once"]);
+    assert_eq!(status, Some(2), "{error}");
+    assert!(error.contains("not a PostgreSQL URL"), "{error}");
+}

@@ -12,6 +12,8 @@
 //!   connection carries and the rule that keeps them shorter than the TTL.
 //! - `clock.rs`: [`SystemClock`], the worker's clock on the wall clock and
 //!   tokio timers.
+//! - `secret.rs`: [`redact`] and [`redact_url`], so no message, log or
+//!   help text shows the password a database URL carries.
 //!
 //! Every call is bounded by [`PgOptions::call_timeout_ms`] (on timeout the
 //! adapter sends the server a cancel request and closes the connection) and
@@ -25,6 +27,7 @@ mod lease;
 mod options;
 mod records;
 mod schema;
+mod secret;
 
 use std::fmt;
 use std::time::Duration;
@@ -35,6 +38,7 @@ pub use lease::{ACQUIRE, PgLeaseService, RELEASE, RENEW};
 pub use options::PgOptions;
 pub use records::{DELETE_OLDEST, DeletedRow, FENCE, FencedDelete, PgRecords};
 pub use schema::{MIGRATIONS, migrate};
+pub use secret::{redact, redact_url};
 
 use deadpool_postgres::Object;
 

@@ -1,17 +1,20 @@
 //! The runner's flags and environment variables; every default is
 //! [`WorkerConfig::default`]'s or [`PgOptions::default`]'s, never restated.
 
+use std::fmt;
+
 use crate::WorkerConfig;
-use crate::pg::PgOptions;
+use crate::pg::{PgOptions, redact_url};
 
 /// What the runner does, from flags or the environment (flags win). The
 /// defaults are [`WorkerConfig::default`]'s and [`PgOptions::default`]'s.
-#[derive(Debug, Clone, clap::Parser)]
+#[derive(Clone, clap::Parser)]
 #[command(name = "retention-worker", version, about, args_override_self = true)]
 #[non_exhaustive]
 pub struct RunnerConfig {
     /// PostgreSQL to connect to: `postgres://user:pass@host:port/db`.
-    #[arg(long, env = "DATABASE_URL")]
+    /// Its value is never shown: not in `--help`, errors or logs.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: String,
     /// This replica's lease owner id; unique per replica. Default: the host
     /// name and process id.
@@ -85,6 +88,38 @@ pub struct RunnerConfig {
     /// Do not apply the shipped migrations at start.
     #[arg(long, env = "RETENTION_SKIP_MIGRATIONS")]
     pub skip_migrations: bool,
+}
+
+/// Debug output may reach logs and bug reports: the URL's password is hidden.
+impl fmt::Debug for RunnerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunnerConfig")
+            .field("database_url", &redact_url(&self.database_url))
+            .field("owner_id", &self.owner_id)
+            .field("lease_name", &self.lease_name)
+            .field("retention_ms", &self.retention_ms)
+            .field("batch_size", &self.batch_size)
+            .field("term_row_cap", &self.term_row_cap)
+            .field("lease_ttl_ms", &self.lease_ttl_ms)
+            .field("renew_interval_ms", &self.renew_interval_ms)
+            .field("expiry_margin_ms", &self.expiry_margin_ms)
+            .field("term_interval_ms", &self.term_interval_ms)
+            .field("loss_backoff_ms", &self.loss_backoff_ms)
+            .field("term_jitter_ms_max", &self.term_jitter_ms_max)
+            .field("call_timeout_ms", &self.call_timeout_ms)
+            .field("statement_timeout_ms", &self.statement_timeout_ms)
+            .field("lock_timeout_ms", &self.lock_timeout_ms)
+            .field(
+                "idle_in_transaction_timeout_ms",
+                &self.idle_in_transaction_timeout_ms,
+            )
+            .field("commit_wait_ms_max", &self.commit_wait_ms_max)
+            .field("keepalive_idle_ms", &self.keepalive_idle_ms)
+            .field("pool_size", &self.pool_size)
+            .field("once", &self.once)
+            .field("skip_migrations", &self.skip_migrations)
+            .finish()
+    }
 }
 
 impl RunnerConfig {
@@ -182,5 +217,16 @@ mod tests {
         assert_eq!(bounds, (2_000, 2_000, 700, 2_000, 2_000));
         assert_eq!(pg.longest_lock_hold_ms(), 6_000, "half the TTL");
         assert!(pg.validate().is_ok());
+    }
+
+    #[test]
+    fn debug_output_hides_the_password() {
+        let url = "postgres://app:hunter2@db:5432/prod";
+        let config = RunnerConfig::try_parse_from(["retention-worker", "--database-url", url])
+            .expect("valid flags");
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("postgres://app:***@db:5432/prod"), "{shown}");
+        assert!(shown.contains("pool_size: 4"), "{shown}");
     }
 }

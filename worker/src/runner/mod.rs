@@ -15,7 +15,7 @@ use tracing::{info, warn};
 pub use flags::{RunnerConfig, default_owner_id};
 
 use crate::pg::{
-    PgLeaseService, PgRecords, SetupError, SystemClock, check_server, connect_pool, migrate,
+    PgLeaseService, PgRecords, SetupError, SystemClock, check_server, connect_pool, migrate, redact,
 };
 use crate::{
     ConfigError, Dependencies, RunError, SeededJitter, ServeSummary, TermEnd, TermReport, Worker,
@@ -100,15 +100,15 @@ pub async fn run_runner(
         .validate()
         .and_then(|()| options.validate())
         .map_err(RunnerError::flag)?;
-    let pool = connect_pool(&config.database_url, config.pool_size, &options)
-        .map_err(RunnerError::Setup)?;
+    // A driver's message may quote the URL or the password it was given.
+    let setup =
+        |error: SetupError| RunnerError::Setup(SetupError(redact(&error.0, &config.database_url)));
+    let pool = connect_pool(&config.database_url, config.pool_size, &options).map_err(setup)?;
     if !config.skip_migrations {
-        let applied = migrate(&pool).await.map_err(RunnerError::Setup)?;
+        let applied = migrate(&pool).await.map_err(setup)?;
         info!(?applied, "schema up to date");
     }
-    check_server(&pool, &options)
-        .await
-        .map_err(RunnerError::Setup)?;
+    check_server(&pool, &options).await.map_err(setup)?;
     let deps = Dependencies {
         clock: SystemClock,
         leases: PgLeaseService::new(pool.clone(), options.clone()),
