@@ -25,6 +25,7 @@ mod log;
 mod port;
 mod real_mode;
 mod replica;
+mod round_trips;
 mod timed;
 mod world;
 

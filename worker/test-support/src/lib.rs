@@ -1,11 +1,15 @@
 //! Test support for the workspace: [`TempServer`], a throwaway PostgreSQL
 //! server for one test (`initdb` in a temporary folder, a free port on
 //! 127.0.0.1, stopped and deleted on drop), and [`Proxy`] (`proxy.rs`), a
-//! loopback TCP proxy a test can partition. Tests that need a database start
+//! loopback TCP proxy a test can partition, and [`MeteredProxy`]
+//! (`meter.rs`), which delays the server's bytes and counts the protocol's
+//! messages. Tests that need a database start
 //! their own; none is skipped because the server binaries are missing.
 
+mod meter;
 mod proxy;
 
+pub use meter::{MeteredProxy, Traffic};
 pub use proxy::Proxy;
 
 use std::net::TcpListener;
@@ -143,6 +147,50 @@ impl TempServer {
         let pool = connect_pool(&self.url(name), pool_size, &PgOptions::default()).expect("pool");
         migrate(&pool).await.expect("migrate a fresh database");
         pool
+    }
+
+    /// From now on TCP connections must authenticate as production's do:
+    /// SCRAM-SHA-256 (PostgreSQL's default since 14), as role `user` with
+    /// `password`, created here. Returns a URL for database `name` with
+    /// those credentials.
+    pub async fn require_passwords(&self, name: &str, user: &str, password: &str) -> String {
+        let admin =
+            connect_pool(&self.url("postgres"), 1, &PgOptions::default()).expect("admin pool");
+        admin
+            .get()
+            .await
+            .expect("connect to the test server")
+            .batch_execute(&format!(
+                "SET password_encryption = 'scram-sha-256'; \
+                 CREATE ROLE {user} LOGIN SUPERUSER PASSWORD '{password}'"
+            ))
+            .await
+            .expect("create a role with a password");
+        let hba = self.dir.join("data").join("pg_hba.conf");
+        std::fs::write(
+            &hba,
+            "local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\n",
+        )
+        .expect("write pg_hba.conf");
+        let data = self.dir.join("data");
+        self.run("pg_ctl", &["-D", path_str(&data), "reload"]);
+        // A reload is asynchronous: wait until the server asks for passwords.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let pool = connect_pool(&self.url("postgres"), 1, &PgOptions::default()).expect("pool");
+            if pool.get().await.is_err() {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "pg_hba.conf not reloaded"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        format!(
+            "postgres://{user}:{password}@127.0.0.1:{}/{name}",
+            self.port
+        )
     }
 
     fn run(&self, tool: &str, args: &[&str]) {

@@ -1,0 +1,214 @@
+//! A loopback proxy that holds every byte the server sends for a fixed time
+//! and reads PostgreSQL's wire protocol as it passes, so a test can count a
+//! call's round trips two ways: by its time over the delay, and by the
+//! messages each side sent.
+
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// What crossed the proxy so far; compare two readings around a call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Connections the client opened (cancel requests included).
+    pub connections: u64,
+    /// `ReadyForQuery` from the server: one per `Sync` or simple query,
+    /// and one at the end of each start-up.
+    pub ready: u64,
+    /// Authentication requests the client had to answer (password,
+    /// SASL), each a round trip of its own during start-up.
+    pub auth_challenges: u64,
+    /// `Parse` messages: statements prepared (named or not).
+    pub parses: u64,
+    /// Simple queries (`BEGIN`, `COMMIT`, `ROLLBACK`).
+    pub simple_queries: u64,
+    /// Cancel requests.
+    pub cancels: u64,
+}
+
+impl std::ops::Sub for Traffic {
+    type Output = Traffic;
+    fn sub(self, before: Traffic) -> Traffic {
+        Traffic {
+            connections: self.connections - before.connections,
+            ready: self.ready - before.ready,
+            auth_challenges: self.auth_challenges - before.auth_challenges,
+            parses: self.parses - before.parses,
+            simple_queries: self.simple_queries - before.simple_queries,
+            cancels: self.cancels - before.cancels,
+        }
+    }
+}
+
+/// A running metered proxy to `127.0.0.1:target_port`; its threads live as
+/// long as the test process.
+pub struct MeteredProxy {
+    port: u16,
+    traffic: Arc<Mutex<Traffic>>,
+}
+
+impl MeteredProxy {
+    /// Listens on a free loopback port; every chunk the server sends reaches
+    /// the client `reply_delay` after it left the server, in order.
+    pub fn start(target_port: u16, reply_delay: Duration) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        let port = listener.local_addr().expect("proxy address").port();
+        let traffic = Arc::new(Mutex::new(Traffic::default()));
+        let counts = traffic.clone();
+        thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                counts.lock().expect("traffic").connections += 1;
+                let Ok(server) = TcpStream::connect(("127.0.0.1", target_port)) else {
+                    continue;
+                };
+                let _ = (client.set_nodelay(true), server.set_nodelay(true));
+                let (c, s) = (clone(&client), clone(&server));
+                let meter = counts.clone();
+                thread::spawn(move || forward(c, s, Reader::frontend(meter), None));
+                let meter = counts.clone();
+                thread::spawn(move || {
+                    forward(server, client, Reader::backend(meter), Some(reply_delay))
+                });
+            }
+        });
+        Self { port, traffic }
+    }
+
+    /// The port clients connect to instead of the server's.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Everything counted so far.
+    pub fn traffic(&self) -> Traffic {
+        *self.traffic.lock().expect("traffic")
+    }
+}
+
+fn clone(stream: &TcpStream) -> TcpStream {
+    stream.try_clone().expect("clone a socket")
+}
+
+/// Copies `from` to `to`, metering what passes; with a delay, a writer
+/// thread sends each chunk once its time has come.
+fn forward(mut from: TcpStream, to: TcpStream, mut reader: Reader, delay: Option<Duration>) {
+    let queue = Arc::new((
+        Mutex::new(VecDeque::<(Instant, Vec<u8>)>::new()),
+        Condvar::new(),
+    ));
+    let writer = {
+        let (queue, mut to) = (queue.clone(), clone(&to));
+        thread::spawn(move || {
+            let (chunks, ready) = &*queue;
+            loop {
+                let mut pending = chunks.lock().expect("chunks");
+                while pending.is_empty() {
+                    pending = ready.wait(pending).expect("chunks");
+                }
+                let (due, chunk) = pending.pop_front().expect("a chunk");
+                drop(pending);
+                if chunk.is_empty() {
+                    let _ = to.shutdown(Shutdown::Write);
+                    return;
+                }
+                thread::sleep(due.saturating_duration_since(Instant::now()));
+                if to.write_all(&chunk).is_err() {
+                    return;
+                }
+            }
+        })
+    };
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let n = from.read(&mut buf).unwrap_or(0);
+        reader.feed(&buf[..n]);
+        let due = Instant::now() + delay.unwrap_or_default();
+        let (chunks, ready) = &*queue;
+        chunks
+            .lock()
+            .expect("chunks")
+            .push_back((due, buf[..n].to_vec()));
+        ready.notify_one();
+        if n == 0 {
+            break;
+        }
+    }
+    let _ = writer.join();
+}
+
+/// Splits one direction of the protocol into messages and counts them.
+struct Reader {
+    frontend: bool,
+    /// The client's first message (start-up or cancel) has no type byte.
+    untyped_first: bool,
+    pending: Vec<u8>,
+    traffic: Arc<Mutex<Traffic>>,
+}
+
+impl Reader {
+    fn frontend(traffic: Arc<Mutex<Traffic>>) -> Self {
+        Self {
+            frontend: true,
+            untyped_first: true,
+            pending: Vec::new(),
+            traffic,
+        }
+    }
+
+    fn backend(traffic: Arc<Mutex<Traffic>>) -> Self {
+        Self {
+            frontend: false,
+            untyped_first: false,
+            pending: Vec::new(),
+            traffic,
+        }
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        self.pending.extend_from_slice(bytes);
+        loop {
+            let header = if self.untyped_first { 4 } else { 5 };
+            if self.pending.len() < header {
+                return;
+            }
+            let at = header - 4;
+            let length = u32::from_be_bytes(self.pending[at..at + 4].try_into().expect("4 bytes"));
+            let total = at + length as usize;
+            if self.pending.len() < total {
+                return;
+            }
+            let message: Vec<u8> = self.pending.drain(..total).collect();
+            self.count(&message);
+        }
+    }
+
+    fn count(&mut self, message: &[u8]) {
+        let mut traffic = self.traffic.lock().expect("traffic");
+        if self.untyped_first {
+            self.untyped_first = false;
+            // CancelRequest carries the code 80877102 where a start-up
+            // message carries the protocol version.
+            if message.get(4..8) == Some(&80_877_102u32.to_be_bytes()) {
+                traffic.cancels += 1;
+            }
+            return;
+        }
+        match (self.frontend, message[0]) {
+            (true, b'P') => traffic.parses += 1,
+            (true, b'Q') => traffic.simple_queries += 1,
+            (false, b'Z') => traffic.ready += 1,
+            // AuthenticationOk (0) and SASLFinal (12) need no answer; every
+            // other authentication request does.
+            (false, b'R')
+                if message.get(5..9) != Some(&[0, 0, 0, 0])
+                    && message.get(5..9) != Some(&12u32.to_be_bytes()) =>
+            {
+                traffic.auth_challenges += 1;
+            }
+            _ => {}
+        }
+    }
+}
