@@ -290,6 +290,21 @@ impl Database {
         self.statement_ended(txn, now_ms, out);
     }
 
+    /// A message of `session` that touches no data (a `Parse`, a read) was
+    /// answered at `now_ms`: an idle transaction's stretch starts anew, as
+    /// the server re-arms `idle_in_transaction_session_timeout` each time
+    /// it waits for the client again.
+    pub fn protocol_exchange(&mut self, now_ms: i64, session: SessionId) -> Vec<Timed> {
+        let mut out = self.advance_to(now_ms);
+        for open in self.txns.values_mut() {
+            if open.session == Some(session) && open.busy.is_none() {
+                open.idle_since_ms = now_ms;
+            }
+        }
+        out.extend(self.advance_to(now_ms));
+        out
+    }
+
     /// `session`'s connection closed: the server rolls back its open
     /// transaction as soon as it is idle (a statement in flight runs on; a
     /// commit under way completes). Lease statements waiting for the row

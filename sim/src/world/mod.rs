@@ -7,6 +7,7 @@ mod build;
 mod clock;
 mod db_node;
 mod inject;
+mod pool;
 mod port;
 mod recorder;
 mod replica;

@@ -1,34 +1,40 @@
 //! A replica's view of the database: every call is recorded, meets its
-//! drawn and chosen faults, and goes over a connection of its own with a
-//! timeout; a fenced delete is the adapter's whole conversation.
+//! drawn and chosen faults, and runs under a timeout on a connection from
+//! the replica's pool, spending the round trips the adapter spends
+//! (`calls::conversation`); a fenced delete is the adapter's whole
+//! conversation.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use madsim::net::rpc::Request;
 use retention_worker::{CallError, CallErrorKind, Lease, LeaseService, RecordsRepository};
 
+use super::pool::{Lent, Pool};
 use super::replica::ReplicaCtx;
-use super::session::Session;
 use super::wire::{
-    AcquireReq, BeginReq, Caller, CommitReq, Committed, DeleteReq, FenceReq, ReleaseReq, RenewReq,
-    RollbackReq, ServerError, from_rec, to_rec,
+    AcquireReq, BeginReq, Caller, CommitReq, Committed, DeleteReq, FenceReq, OnConnection,
+    ReleaseReq, RenewReq, ServerError, from_rec, to_rec,
 };
-use crate::calls::CallFaults;
+use crate::calls::{CallFaults, Sql};
 use crate::model::{FailureKind, Invocation, LeaseRec, Outcome};
 
 /// The lease row and the records as one simulated replica reaches them:
-/// every call is recorded, goes over madsim's network with a timeout, and may
-/// meet an injected fault.
+/// every call is recorded, goes over madsim's network with a timeout on a
+/// pooled connection, and may meet an injected fault. A restarted process
+/// gets a new port, with an empty pool.
 #[derive(Clone)]
 pub struct SimPort {
     ctx: Arc<ReplicaCtx>,
+    pool: Arc<Pool>,
 }
 
 impl SimPort {
     pub(crate) fn new(ctx: Arc<ReplicaCtx>) -> Self {
-        Self { ctx }
+        Self {
+            ctx,
+            pool: Arc::new(Pool::default()),
+        }
     }
 
     /// Records the call, draws its faults, runs `exchange` under the call
@@ -51,84 +57,94 @@ impl SimPort {
             call: ticket.call,
             replica: ctx.replica(),
             term: ticket.term,
+            session: 0,
+            seq: 0,
         };
         let timeout = Duration::from_millis(ctx.rpc_timeout_ms);
-        let result = match madsim::time::timeout(timeout, exchange(caller, faults)).await {
-            Ok(result) => result,
-            Err(_) => {
-                // As the adapter: ask the server to cancel what it runs.
-                ctx.kernel.cancel(caller);
+        // On a timeout the exchange is dropped, and its connection with it:
+        // `Lent` then cancels what runs there and closes it.
+        let result = madsim::time::timeout(timeout, exchange(caller, faults))
+            .await
+            .unwrap_or_else(|_| {
                 Err(CallError::ambiguous(format!(
                     "no reply within {} ms",
                     ctx.rpc_timeout_ms
                 )))
-            }
-        };
+            });
         ctx.record(ticket.returned(Outcome::of(&result, outcome)));
         result
     }
 
-    /// One request and its reply on a connection of its own, with the
-    /// call's delays, refusal, lost reply and garbling.
-    async fn exchange<T, R: Request<Response = Result<T, String>>>(
-        &self,
-        caller: Caller,
-        faults: CallFaults,
-        request: R,
-        garble: impl FnOnce(T) -> T,
-    ) -> Result<T, CallError> {
+    /// A connection for the call, after its request delay; an injected
+    /// refusal sends nothing, as a pool that could not connect.
+    async fn lend(&self, caller: Caller, faults: &CallFaults) -> Result<Lent, CallError> {
         sleep_ms(faults.request_delay_ms).await;
         if faults.reject {
             return Err(CallError::rejected("injected: refused before applying"));
         }
-        let answer = self.ctx.kernel.connect(caller.call).call(request).await?;
-        // The server failed the statement (a bound, a cancel): nothing
-        // applied, as the adapter reports an error the server raised.
-        let answer = answer.map_err(|reason| CallError::rejected(format!("database: {reason}")))?;
-        sleep_ms(faults.reply_delay_ms).await;
-        if faults.ambiguous {
-            return Err(CallError::ambiguous("injected: applied, reply lost"));
+        self.pool.lend(&self.ctx.kernel, caller).await
+    }
+
+    /// A lease statement and its reply on a pooled connection, with the
+    /// call's delays, refusal, lost reply and garbling.
+    async fn exchange<T, R: OnConnection<Response = Result<T, String>>>(
+        &self,
+        (caller, faults): (Caller, CallFaults),
+        sql: Sql,
+        request: impl FnOnce(Caller) -> R,
+        garble: impl FnOnce(T) -> T,
+    ) -> Result<T, CallError> {
+        let mut lent = self.lend(caller, &faults).await?;
+        let answer = async {
+            lent.prepare(sql).await?;
+            let answer = lent.session().call(request(lent.caller())).await?;
+            // The server failed the statement (a bound, a cancel): nothing
+            // applied, as the adapter reports an error the server raised.
+            answer.map_err(|reason| CallError::rejected(format!("database: {reason}")))
         }
+        .await;
+        let answer = reply(answer, &faults).await;
+        lent.ended(!is_ambiguous(&answer));
         Ok(if faults.corrupt {
-            garble(answer)
+            garble(answer?)
         } else {
-            answer
+            answer?
         })
     }
 
-    /// The fenced delete as the adapter runs it: `BEGIN`, the fence, the
-    /// `DELETE`, `COMMIT`, one round trip each. A transaction left open (the
-    /// fence refused, or the call gave up) is rolled back by [`Rollback`].
+    /// The fenced delete as the adapter runs it: `BEGIN`, the fence (and
+    /// the read of its reason when it refuses), the `DELETE`, `COMMIT`,
+    /// each prepared on first use. A transaction left open (the fence
+    /// refused, a statement failed, or the call gave up) is rolled back by
+    /// [`Lent`].
     async fn delete_conversation(
         &self,
-        session: &Session,
-        caller: Caller,
-        faults: CallFaults,
+        lent: &mut Lent,
         (older_than_ms, limit, token): (i64, u32, u64),
-        open: &Rollback,
     ) -> Result<Result<u64, String>, CallError> {
-        sleep_ms(faults.request_delay_ms).await;
-        if faults.reject {
-            return Err(CallError::rejected("injected: refused before applying"));
-        }
-        let txn = session.call(BeginReq { caller }).await?;
-        open.opened(txn);
-        let fenced = session.call(FenceReq { caller, txn, token }).await?;
+        let caller = lent.caller();
+        let txn = lent.session().call(BeginReq { caller }).await?;
+        lent.opened(txn);
+        lent.prepare(Sql::Fence).await?;
+        let fenced = lent.session().call(FenceReq { caller, txn, token }).await?;
         if let Err(reason) = fenced.map_err(server_error)? {
+            // The adapter reads why; the model's fence already said.
+            lent.run_protocol(Sql::FenceState).await?;
             return Ok(Err(reason));
         }
+        lent.prepare(Sql::DeleteOldest).await?;
         let request = DeleteReq {
             caller,
             txn,
             older_than_ms,
             limit,
         };
-        session.call(request).await?.map_err(server_error)?;
+        lent.session().call(request).await?.map_err(server_error)?;
         // As tokio-postgres: once COMMIT is sent, no ROLLBACK follows it.
-        open.closed();
-        let committed = session.call(CommitReq { caller, txn }).await?;
-        let rows = match committed.map_err(server_error)? {
-            Committed::Rows(rows) => rows,
+        lent.closed();
+        let committed = lent.session().call(CommitReq { caller, txn }).await?;
+        match committed.map_err(server_error)? {
+            Committed::Rows(rows) => Ok(Ok(rows)),
             // tokio-postgres reports this as success: the adapter must never
             // send COMMIT after a statement of the transaction failed, and
             // it does not (every failure above returns before COMMIT).
@@ -138,63 +154,22 @@ impl SimPort {
                     caller.call
                 )
             }
-        };
-        sleep_ms(faults.reply_delay_ms).await;
-        if faults.ambiguous {
-            return Err(CallError::ambiguous("injected: applied, reply lost"));
         }
-        Ok(Ok(rows))
     }
 }
 
-/// A delete call's connection and the transaction it has open. Dropped
-/// while one is open (the fence refused it, or the call timed out and its
-/// future was dropped), it sends `ROLLBACK` after whatever the call had
-/// already sent, as tokio-postgres does. Dropped before the call answered
-/// (a timeout, a lost connection), it then closes the connection, as the
-/// adapter does, and the server rolls back whatever is still open on it,
-/// even a transaction whose `BEGIN` was answered too late to be known.
-struct Rollback {
-    session: Arc<Session>,
-    caller: Caller,
-    txn: Mutex<Option<u64>>,
-    answered: Mutex<bool>,
+/// The reply's delay and an injected lost reply (applied, not heard).
+async fn reply<T>(answer: Result<T, CallError>, faults: &CallFaults) -> Result<T, CallError> {
+    let answer = answer?;
+    sleep_ms(faults.reply_delay_ms).await;
+    if faults.ambiguous {
+        return Err(CallError::ambiguous("injected: applied, reply lost"));
+    }
+    Ok(answer)
 }
 
-impl Rollback {
-    fn new(session: Arc<Session>, caller: Caller) -> Self {
-        Self {
-            session,
-            caller,
-            txn: Mutex::new(None),
-            answered: Mutex::new(false),
-        }
-    }
-
-    fn opened(&self, txn: u64) {
-        *self.txn.lock().expect("txn slot") = Some(txn);
-    }
-
-    fn closed(&self) {
-        self.txn.lock().expect("txn slot").take();
-    }
-
-    /// The call has its answer: the connection goes back to the pool.
-    fn answered(&self) {
-        *self.answered.lock().expect("answered flag") = true;
-    }
-}
-
-impl Drop for Rollback {
-    fn drop(&mut self) {
-        if let Some(txn) = self.txn.lock().expect("txn slot").take() {
-            let caller = self.caller;
-            self.session.send(RollbackReq { caller, txn });
-        }
-        if !*self.answered.lock().expect("answered flag") {
-            self.session.close();
-        }
-    }
+fn is_ambiguous<T>(answer: &Result<T, CallError>) -> bool {
+    matches!(answer, Err(error) if error.kind == CallErrorKind::Ambiguous)
 }
 
 /// As the adapter maps them: an error the server raised applied nothing;
@@ -226,7 +201,8 @@ impl LeaseService for SimPort {
                     ..lease
                 })
             };
-            self.exchange(caller, faults, AcquireReq { caller, owner }, garble)
+            let request = move |caller| AcquireReq { caller, owner };
+            self.exchange((caller, faults), Sql::Acquire, request, garble)
         };
         let answer = self
             .call(Invocation::Acquire, exchange, lease_outcome)
@@ -248,12 +224,12 @@ impl LeaseService for SimPort {
                 })
             };
             let revoke = faults.revoke;
-            let request = RenewReq {
+            let request = move |caller| RenewReq {
                 caller,
                 lease,
                 revoke,
             };
-            self.exchange(caller, faults, request, garble)
+            self.exchange((caller, faults), Sql::Renew, request, garble)
         };
         let answer = self.call(invocation, exchange, lease_outcome).await?;
         Ok(answer.as_ref().map(from_rec))
@@ -265,9 +241,8 @@ impl LeaseService for SimPort {
             lease: lease.clone(),
         };
         let exchange = |caller, faults| {
-            self.exchange(caller, faults, ReleaseReq { caller, lease }, |answer| {
-                answer
-            })
+            let request = move |caller| ReleaseReq { caller, lease };
+            self.exchange((caller, faults), Sql::Release, request, |answer| answer)
         };
         self.call(invocation, exchange, |_| Outcome::Done).await
     }
@@ -285,16 +260,12 @@ impl RecordsRepository for SimPort {
             limit,
             token,
         };
-        let exchange = |caller: Caller, faults| async move {
-            let session = self.ctx.kernel.connect(caller.call);
-            let open = Rollback::new(session.clone(), caller);
+        let exchange = |caller: Caller, faults: CallFaults| async move {
+            let mut lent = self.lend(caller, &faults).await?;
             let args = (older_than_ms, limit, token);
-            let answer = self
-                .delete_conversation(&session, caller, faults, args, &open)
-                .await;
-            if !matches!(&answer, Err(error) if error.kind == CallErrorKind::Ambiguous) {
-                open.answered();
-            }
+            let answer = self.delete_conversation(&mut lent, args).await;
+            let answer = reply(answer, &faults).await;
+            lent.ended(!is_ambiguous(&answer));
             answer
         };
         let outcome = |answer: &Result<u64, String>| match answer {

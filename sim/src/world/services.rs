@@ -9,8 +9,8 @@ use madsim::net::rpc::Request;
 
 use super::db_node::DbNode;
 use super::wire::{
-    AcquireReq, BeginReq, CancelReq, CommitReq, DB_ADDR, DeleteReq, FenceReq, ReleaseReq, RenewReq,
-    RollbackReq, from_rec, to_rec,
+    AcquireReq, BeginReq, CancelReq, CommitReq, DB_ADDR, DeleteReq, FenceReq, ProtocolReq,
+    ReleaseReq, RenewReq, RollbackReq, from_rec, to_rec,
 };
 use crate::db::{LeaseAnswer, LeaseStatement};
 use crate::model::LeaseRec;
@@ -99,7 +99,12 @@ pub(crate) async fn database(node: Arc<DbNode>, arrivals_per_sec: u32) {
         async move { n.rollback(req.caller, req.txn).await }
     });
     serve_now(&endpoint, &node, |n, req: CancelReq| {
-        n.cancel(req.caller.call)
+        n.cancel(req.caller.session)
+    });
+    let n = node.clone();
+    endpoint.add_rpc_handler(move |req: ProtocolReq| {
+        let n = n.clone();
+        async move { n.protocol(req.caller).await }
     });
     madsim::task::spawn(node.clone().keep_time());
     loop {

@@ -5,25 +5,23 @@
 //! froze or died, and the database sees a dead process's connection close
 //! only after that.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use futures_util::future::BoxFuture;
 use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
 use madsim::runtime::NodeHandle;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use retention_worker::CallError;
-use tokio::sync::{OnceCell, mpsc, oneshot};
+use tokio::sync::{OnceCell, oneshot};
 
 use super::db_node::DbNode;
-use super::wire::{Caller, CancelReq, DB_ADDR};
+use super::wire::{Caller, CancelReq, DB_ADDR, OnConnection};
 
 /// TCP's first retransmission timeout; it doubles on every loss in a row.
 const FIRST_RTO_MS: u64 = 200;
-
-type Job = Box<dyn FnOnce(Arc<Endpoint>) -> BoxFuture<'static, ()> + Send>;
 
 /// One replica's network stack.
 pub(crate) struct Kernel {
@@ -36,13 +34,15 @@ pub(crate) struct Kernel {
     socket: Arc<OnceCell<Arc<Endpoint>>>,
 }
 
-/// One connection, used by one call: jobs run in order on the kernel's
-/// node.
+/// One connection: pooled by its replica's port and used by one call at a
+/// time. Its messages are numbered as they are sent; the database serves
+/// them in that order whatever the network's delays, as TCP delivers them.
 pub(crate) struct Session {
     kernel: Arc<Kernel>,
-    jobs: mpsc::UnboundedSender<Job>,
-    /// The call using it: the database knows its transaction by it.
-    call: u64,
+    /// The database's name for it.
+    id: u64,
+    next_seq: AtomicU64,
+    closed: AtomicBool,
 }
 
 impl Kernel {
@@ -74,20 +74,13 @@ impl Kernel {
         delay_ms
     }
 
-    /// Opens a connection for call `call`.
-    pub fn connect(self: &Arc<Self>, call: u64) -> Arc<Session> {
-        let (jobs, mut queue) = mpsc::unbounded_channel::<Job>();
-        let socket = self.socket.clone();
-        self.node.spawn(async move {
-            let endpoint = bound(&socket).await;
-            while let Some(job) = queue.recv().await {
-                job(endpoint.clone()).await;
-            }
-        });
+    /// Opens a connection (its round trips are the port's to spend).
+    pub fn connect(self: &Arc<Self>) -> Arc<Session> {
         let session = Arc::new(Session {
             kernel: self.clone(),
-            jobs,
-            call,
+            id: self.db.open_session(),
+            next_seq: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
         });
         let mut sessions = self.sessions.lock().expect("sessions");
         sessions.retain(|session| session.strong_count() > 0);
@@ -125,25 +118,49 @@ impl Kernel {
 }
 
 impl Session {
-    fn enqueue(&self, job: Job) {
-        // The queue outlives every handle's use of it; a send fails only
-        // once the kernel's task is gone at the end of the run.
-        let _ = self.jobs.send(job);
+    /// The database's name for this connection.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
-    /// Sends `request` and waits for its answer; retransmissions delay it.
-    pub async fn call<R: Request>(&self, request: R) -> Result<R::Response, CallError> {
-        let (answer, answered) = oneshot::channel();
+    /// `request` as the next message of this connection.
+    fn numbered<R: OnConnection>(&self, mut request: R) -> R {
+        let caller = request.caller_mut();
+        caller.session = self.id;
+        caller.seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        request
+    }
+
+    /// Puts `request` on the wire from the kernel: delayed by TCP's
+    /// retransmissions, answered to `answer` (if anyone still listens).
+    fn transmit<R: OnConnection>(&self, request: R, answer: Option<oneshot::Sender<Reply<R>>>) {
+        if self.closed.load(Ordering::Relaxed) {
+            // A closed socket sends nothing; a waiting caller hears so.
+            return;
+        }
+        let mut request = self.numbered(request);
+        let Caller { session, seq, .. } = *request.caller_mut();
         let kernel = self.kernel.clone();
-        self.enqueue(Box::new(move |endpoint| {
-            Box::pin(async move {
-                sleep_ms(kernel.retransmission_ms()).await;
-                let reply = endpoint.call(DB_ADDR, request).await;
+        self.kernel.node.spawn(async move {
+            let endpoint = bound(&kernel.socket).await;
+            sleep_ms(kernel.retransmission_ms()).await;
+            let reply = endpoint.call(DB_ADDR, request).await;
+            if reply.is_err() {
+                // Never delivered: later messages must not wait for it.
+                kernel.db.turn_lost(session, seq);
+            }
+            if let Some(answer) = answer {
                 sleep_ms(kernel.retransmission_ms()).await;
                 // The caller may have given up; the statement ran anyway.
                 let _ = answer.send(reply);
-            })
-        }));
+            }
+        });
+    }
+
+    /// Sends `request` and waits for its answer; retransmissions delay it.
+    pub async fn call<R: OnConnection>(&self, request: R) -> Result<R::Response, CallError> {
+        let (answer, answered) = oneshot::channel();
+        self.transmit(request, Some(answer));
         match answered.await {
             Ok(Ok(reply)) => Ok(reply),
             Ok(Err(error)) => Err(CallError::ambiguous(format!("network: {error}"))),
@@ -151,26 +168,29 @@ impl Session {
         }
     }
 
-    /// Sends `request` after everything sent before it, without waiting.
-    pub fn send<R: Request>(&self, request: R) {
-        let kernel = self.kernel.clone();
-        self.enqueue(Box::new(move |endpoint| {
-            Box::pin(async move {
-                sleep_ms(kernel.retransmission_ms()).await;
-                let _ = endpoint.call(DB_ADDR, request).await;
-            })
-        }));
+    /// Sends `request` after everything sent before it, without waiting
+    /// for its answer (pipelined, as tokio-postgres sends a `ROLLBACK`).
+    pub fn send<R: OnConnection>(&self, request: R) {
+        self.transmit(request, None);
     }
 
-    /// Closes the connection after what was sent: the database then rolls
-    /// back its open transaction (once the statement running, if any, ends).
+    /// Closes the connection after what was sent: the database sees it
+    /// close once those messages reached it, and then rolls back its open
+    /// transaction (once the statement running, if any, ends). Closing
+    /// twice is closing once.
     pub fn close(&self) {
-        let (db, call) = (self.kernel.db.clone(), self.call);
-        self.enqueue(Box::new(move |_| {
-            Box::pin(async move { db.connection_closed(call) })
-        }));
+        if self.closed.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let (db, session) = (self.kernel.db.clone(), self.id);
+        self.kernel
+            .node
+            .spawn(async move { db.connection_closed(session, seq).await });
     }
 }
+
+type Reply<R> = Result<<R as Request>::Response, std::io::Error>;
 
 /// The kernel's socket, bound on first use (on the kernel's node).
 async fn bound(socket: &OnceCell<Arc<Endpoint>>) -> Arc<Endpoint> {

@@ -9,12 +9,24 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::LeaseRec;
 
-/// Who is calling: the run-wide call number, the replica and its term.
+/// Who is calling: the run-wide call number, the replica and its term,
+/// and on which connection: the database knows a session by it, and serves
+/// a connection's messages in the order they were sent (`seq`), as TCP
+/// delivers them.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub(crate) struct Caller {
     pub call: u64,
     pub replica: u32,
     pub term: u32,
+    /// The connection, numbered run-wide; 0 before the call has one.
+    pub session: u64,
+    /// The message's place on its connection, from 0.
+    pub seq: u64,
+}
+
+/// A message sent on a connection: the session numbers it.
+pub(crate) trait OnConnection: Request {
+    fn caller_mut(&mut self) -> &mut Caller;
 }
 
 /// A request from a caller, its fields, what it is answered with, and its
@@ -31,6 +43,12 @@ macro_rules! request {
         impl Request for $name {
             type Response = $response;
             const ID: u64 = $id;
+        }
+
+        impl OnConnection for $name {
+            fn caller_mut(&mut self) -> &mut Caller {
+                &mut self.caller
+            }
         }
     };
 }
@@ -89,9 +107,16 @@ request!(
     RollbackReq { txn: u64 } -> (), 0x5e_b5
 );
 request!(
-    /// A cancel request for call `caller.call`'s statement, sent by the
-    /// client when it gives up on it, on a connection of its own.
+    /// A cancel request for what connection `caller.session` runs, sent by
+    /// the client when it gives up on a call, on a connection of its own.
     CancelReq {} -> (), 0x5e_b6
+);
+request!(
+    /// A round trip of the conversation that touches no data: TCP's
+    /// handshake, a start-up exchange, a `Parse`, the read of a refused
+    /// fence's reason (`calls::RoundTrip`, by its debug name). The server
+    /// answers at once; one inside a transaction ends an idle stretch.
+    ProtocolReq { trip: String } -> (), 0x5e_b7
 );
 
 /// The one database, holding the lease row and the records.

@@ -22,6 +22,7 @@ impl DbNode {
         build: impl FnOnce(&Self, &mut State) -> Request,
     ) -> Result<Answer, Refusal> {
         let (reply, answer) = oneshot::channel();
+        self.in_turn(caller.session, caller.seq).await;
         let started_ms = self.recorder.now_ms();
         self.with_db(|state| {
             state.next_statement += 1;
@@ -36,8 +37,9 @@ impl DbNode {
                 reply,
             };
             state.waiters.insert(id, waiter);
-            state.db.submit(started_ms, id, caller.call, request)
+            state.db.submit(started_ms, id, caller.session, request)
         });
+        self.turn_taken(caller.session, caller.seq);
         answer.await.expect("the database answers every statement")
     }
 
@@ -146,17 +148,10 @@ impl DbNode {
             .await;
     }
 
-    /// A cancel request for what call `call`'s session runs.
-    pub(crate) fn cancel(&self, call: u64) {
+    /// A cancel request for what connection `session` runs.
+    pub(crate) fn cancel(&self, session: u64) {
         let now_ms = self.recorder.now_ms();
-        self.with_db(|state| state.db.cancel(now_ms, call));
-    }
-
-    /// The connection of call `call` closed (its process died, or the call
-    /// gave up on it).
-    pub(crate) fn connection_closed(&self, call: u64) {
-        let now_ms = self.recorder.now_ms();
-        self.with_db(|state| state.db.connection_closed(now_ms, call));
+        self.with_db(|state| state.db.cancel(now_ms, session));
     }
 
     /// The synchronous standby stops answering now, for `for_ms`: every

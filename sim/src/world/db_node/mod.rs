@@ -16,6 +16,7 @@ use tokio::sync::{Notify, oneshot};
 
 mod calls;
 mod effects;
+mod turns;
 
 use super::recorder::Recorder;
 use super::wire::Caller;
@@ -78,6 +79,11 @@ pub(crate) struct DbNode {
     wake: Notify,
     /// Rows written during the run.
     pub inserted: AtomicU64,
+    /// Connections opened so far.
+    next_session: AtomicU64,
+    /// Where each connection's stream of messages has got to.
+    turns: Mutex<turns::Turns>,
+    turn_moved: Notify,
 }
 
 impl DbNode {
@@ -104,6 +110,9 @@ impl DbNode {
             timing,
             wake: Notify::new(),
             inserted: AtomicU64::new(0),
+            next_session: AtomicU64::new(0),
+            turns: Mutex::new(turns::Turns::default()),
+            turn_moved: Notify::new(),
         }
     }
 

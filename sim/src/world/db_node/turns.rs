@@ -1,0 +1,86 @@
+//! Each connection's messages served in the order they were sent, as TCP
+//! delivers a stream: a message that overtook an earlier one on the
+//! network waits at the server for it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::Ordering;
+
+use super::DbNode;
+use crate::world::wire::Caller;
+
+/// Per connection: the next message to serve, and later ones already
+/// served or lost (a message the network never delivered).
+#[derive(Default)]
+pub(super) struct Turns {
+    sessions: BTreeMap<u64, Next>,
+}
+
+#[derive(Default)]
+struct Next {
+    seq: u64,
+    done: BTreeSet<u64>,
+}
+
+impl DbNode {
+    /// A new connection's number, run-wide.
+    pub(crate) fn open_session(&self) -> u64 {
+        self.next_session.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Waits until every message sent before `seq` on `session` was served.
+    pub(super) async fn in_turn(&self, session: u64, seq: u64) {
+        loop {
+            let moved = self.turn_moved.notified();
+            let next = {
+                let turns = self.turns.lock().expect("turns");
+                turns.sessions.get(&session).map_or(0, |next| next.seq)
+            };
+            assert!(
+                next <= seq,
+                "message {seq} of session {session} served twice"
+            );
+            if next == seq {
+                return;
+            }
+            moved.await;
+        }
+    }
+
+    /// Message `seq` of `session` was served (or will never arrive): the
+    /// next may go.
+    pub(crate) fn turn_taken(&self, session: u64, seq: u64) {
+        {
+            let mut turns = self.turns.lock().expect("turns");
+            let next = turns.sessions.entry(session).or_default();
+            next.done.insert(seq);
+            while next.done.remove(&next.seq) {
+                next.seq += 1;
+            }
+        }
+        self.turn_moved.notify_waiters();
+    }
+
+    /// A message of `caller`'s connection the network failed to deliver.
+    pub(crate) fn turn_lost(&self, session: u64, seq: u64) {
+        self.turn_taken(session, seq);
+    }
+
+    /// A round trip that touches no data (`calls::RoundTrip`): answered at
+    /// once; inside a transaction it ends an idle stretch, as the server
+    /// re-arms `idle_in_transaction_session_timeout` after each message.
+    pub(crate) async fn protocol(&self, caller: Caller) {
+        self.in_turn(caller.session, caller.seq).await;
+        let now_ms = self.recorder.now_ms();
+        self.with_db(|state| state.db.protocol_exchange(now_ms, caller.session));
+        self.turn_taken(caller.session, caller.seq);
+    }
+
+    /// `session`'s connection closed (its process died, or the call gave
+    /// up on it), after message `seq - 1`; the close is its last turn.
+    pub(crate) async fn connection_closed(&self, session: u64, seq: u64) {
+        self.in_turn(session, seq).await;
+        let now_ms = self.recorder.now_ms();
+        self.with_db(|state| state.db.connection_closed(now_ms, session));
+        self.turns.lock().expect("turns").sessions.remove(&session);
+    }
+}
