@@ -24,12 +24,13 @@
 //!    caller's clock: the lease row and its lock, the records and their row
 //!    locks, transactions, the server-side bounds and commit durability,
 //!    each statement judged where its SQL judges time. Uses `model`.
-//! 4. [`calls`]: a replica's call numbering and fault draws on any runtime,
+//! 4. [`calls`]: a replica's call numbering, fault draws and the
+//!    adapters' round trips (measured against PostgreSQL) on any runtime,
 //!    shared by the simulator and the real-mode tests. Uses `model`.
 //! 5. [`world`]: the madsim boundary: clock, recorder, wire messages, the
-//!    replicas' port and TCP connections, the database node, the replica
-//!    process, timed faults, and the seam a worker plugs into. Uses
-//!    `model`, `db`, `calls`.
+//!    replicas' port, connection pools and TCP connections, the database
+//!    node, the replica process, timed faults, and the seam a worker plugs
+//!    into. Uses `model`, `db`, `calls`.
 //! 6. [`subject`]: the worker under test (the real one, the flawed variant)
 //!    and [`Sim`], the one way to run a world. Uses `model`, `world`.
 //! 7. [`report`]: the timeline and its swimlane picture, [`format_failure`],

@@ -1,7 +1,8 @@
 //! The madsim boundary: simulated clock, network messages, the replicas'
-//! port and their TCP connections, the database node, the replica process
-//! and the fault schedule, put together into one world. Uses `model` and `calls`; the seam names what it
-//! needs from a worker.
+//! port with its connection pool (`pool.rs`) and their TCP connections,
+//! the database node, the replica process and the fault schedule, put
+//! together into one world. Uses `model` and `calls`; the seam names what
+//! it needs from a worker.
 
 mod build;
 mod clock;

@@ -70,9 +70,10 @@ request!(
     RenewReq { lease: LeaseRec, revoke: bool } -> Result<Option<LeaseRec>, String>, 0x5e_a2
 );
 request!(ReleaseReq { lease: LeaseRec } -> Result<(), String>, 0x5e_a3);
-// The fenced delete is the adapter's conversation, one request per round
-// trip of `worker/src/pg/records.rs`: BEGIN, the fence, the DELETE, COMMIT
-// (or ROLLBACK, which the adapter sends when it gives up or is fenced).
+// The fenced delete is the adapter's conversation, one request per
+// statement of `worker/src/pg/records.rs`: BEGIN, the fence, the DELETE,
+// COMMIT (or ROLLBACK, pipelined when the adapter gives up or is fenced);
+// prepares and start-up go as `ProtocolReq`.
 request!(
     /// `BEGIN`: answered with the new transaction.
     BeginReq {} -> u64, 0x5e_b1
