@@ -1,8 +1,10 @@
 //! The checker: judges a [`History`] against every clause of the contract,
-//! plus data safety and liveness (`replica.rs`, `service.rs`), and counts
-//! the situations it reached (`coverage.rs`). Uses only `model`, so
+//! plus data safety and liveness (`replica.rs`, `service.rs`, with each
+//! replica's clock rebuilt by `clocks.rs`), and counts the situations it
+//! reached (`coverage.rs`). Uses only `model`, so
 //! histories recorded from real runs are checked the same way.
 
+mod clocks;
 mod coverage;
 mod db_probes;
 mod replica;

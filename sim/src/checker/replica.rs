@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::Findings;
+use super::clocks::ReplicaClock;
 use crate::model::{
     Actor, Event, EventKind, Header, History, Invocation, LeaseRec, OpKind, Outcome,
 };
@@ -49,15 +50,24 @@ struct Walker<'a> {
     history: &'a History,
     replica: u32,
     now: Incarnation,
+    /// The replica's wall clock so far: its skew, steps and rates.
+    clock: ReplicaClock,
     found: &'a mut Findings,
 }
 
 pub(super) fn check(history: &History, found: &mut Findings) {
     for replica in 1..=history.header.replicas {
+        let skew_ms = history
+            .header
+            .skews_ms
+            .get(replica as usize - 1)
+            .copied()
+            .unwrap_or(0);
         let mut walker = Walker {
             history,
             replica,
             now: Incarnation::default(),
+            clock: ReplicaClock::new(skew_ms),
             found,
         };
         for (seq, event) in history.events.iter().enumerate() {
@@ -70,16 +80,8 @@ pub(super) fn check(history: &History, found: &mut Findings) {
 }
 
 impl Walker<'_> {
-    fn skew_ms(&self) -> i64 {
-        self.history
-            .header
-            .skews_ms
-            .get(self.replica as usize - 1)
-            .copied()
-            .unwrap_or(0)
-    }
-
     fn on_event(&mut self, seq: usize, event: &Event) {
+        self.clock.observe(event.at_ms, &event.kind);
         match &event.kind {
             EventKind::Invoke { call, invocation } => self.on_invoke(seq, event, *call, invocation),
             EventKind::Return { call, op, outcome } => self.on_return(seq, *call, *op, outcome),
@@ -118,7 +120,6 @@ impl Walker<'_> {
             let message = format!("{} issued after stop() was called", op.name());
             self.found.flag(clause, &[stop, seq], message);
         }
-        let skew_ms = self.skew_ms();
         let Some(term) = self.now.term.as_mut() else {
             self.found
                 .flag("ACQ-1", &[seq], format!("{} outside any term", op.name()));
@@ -148,7 +149,7 @@ impl Walker<'_> {
                 let header = &self.history.header;
                 let ctx = DeleteCtx {
                     header,
-                    skew_ms,
+                    clock: &self.clock,
                     at_ms: event.at_ms,
                 };
                 check_delete(
@@ -346,7 +347,7 @@ fn check_renew(term: &mut Term, seq: usize, lease: &LeaseRec, found: &mut Findin
 
 struct DeleteCtx<'a> {
     header: &'a Header,
-    skew_ms: i64,
+    clock: &'a ReplicaClock,
     at_ms: i64,
 }
 
@@ -385,16 +386,19 @@ fn check_delete(
             // Captured on the database's clock by the grant (between the
             // acquire's invoke and the first delete), or on the worker's
             // own clock after the acquire answered.
+            // On the replica's own clock the capture read `on_db_ms` too:
+            // the clock (skewed, stepped, fast or slow) must have read it
+            // between the grant and the first delete.
             let on_db_ms = older_than_ms + retention_ms;
-            let on_own_ms = on_db_ms - ctx.skew_ms;
             let by_grant = (term.started_at_ms..=ctx.at_ms).contains(&on_db_ms);
             if let Some(granted_ms) = term.granted_at_ms
                 && !by_grant
-                && !(granted_ms..=ctx.at_ms).contains(&on_own_ms)
+                && !ctx.clock.read_within(on_db_ms, granted_ms, ctx.at_ms)
             {
                 let message = format!(
-                    "cutoff {older_than_ms} was captured at {on_db_ms} ms on the database's clock \
-                     ({on_own_ms} ms on the replica's), outside acquire ({} ms) .. first delete ({} ms)",
+                    "cutoff {older_than_ms} was captured when a clock read {on_db_ms} ms: \
+                     the database's did not between acquire ({} ms) and first delete ({} ms), \
+                     nor did the replica's between its grant and that delete",
                     term.started_at_ms, ctx.at_ms
                 );
                 found.flag("CUT-1", &[term.started, seq], message);

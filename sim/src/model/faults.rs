@@ -164,6 +164,29 @@ pub enum FaultEvent {
         /// For how long.
         for_ms: u64,
     },
+    /// Replica `replica`'s wall clock jumps by `delta_ms` at `at_ms`, forward
+    /// or back (NTP stepping it, an operator's `date -s`): what the worker
+    /// reads as now changes from then on; its timers, which run on the
+    /// monotonic clock, do not.
+    ClockStep {
+        /// The replica, from 1.
+        replica: u32,
+        /// When the clock is stepped.
+        at_ms: u64,
+        /// By how much: positive forward, negative back.
+        delta_ms: i64,
+    },
+    /// From `at_ms` replica `replica`'s clocks run at `rate_permille`
+    /// thousandths of true time (a VM with a bad clocksource, NTP slewing):
+    /// its readings and its timers alike.
+    ClockRate {
+        /// The replica, from 1.
+        replica: u32,
+        /// When the rate changes.
+        at_ms: u64,
+        /// 1000 keeps time; 500 runs at half speed, 2000 at double.
+        rate_permille: u64,
+    },
     /// `callers` tasks call `stop()` the moment replica `replica` issues its
     /// `nth` call of `op`, so that stop races that call in flight.
     StopDuring {
@@ -186,7 +209,9 @@ impl FaultEvent {
             | Self::Crash { replica, .. }
             | Self::Stop { replica, .. }
             | Self::StopDuring { replica, .. }
-            | Self::CallFault { replica, .. } => Some(*replica),
+            | Self::CallFault { replica, .. }
+            | Self::ClockStep { replica, .. }
+            | Self::ClockRate { replica, .. } => Some(*replica),
             Self::HoldRows { .. } | Self::StallStandby { .. } => None,
         }
     }
@@ -198,7 +223,9 @@ impl FaultEvent {
             | Self::Crash { at_ms, .. }
             | Self::Stop { at_ms, .. }
             | Self::HoldRows { at_ms, .. }
-            | Self::StallStandby { at_ms, .. } => Some(*at_ms),
+            | Self::StallStandby { at_ms, .. }
+            | Self::ClockStep { at_ms, .. }
+            | Self::ClockRate { at_ms, .. } => Some(*at_ms),
             Self::StopDuring { .. } | Self::CallFault { .. } => None,
         }
     }

@@ -21,17 +21,23 @@ pub enum EventFlag {
     HoldRows,
     /// `--stall-standby AT_MS:FOR_MS`.
     StallStandby,
+    /// `--clock-step REPLICA:AT_MS:DELTA_MS` (DELTA_MS may be negative).
+    ClockStep,
+    /// `--clock-rate REPLICA:AT_MS:RATE_PERMILLE`.
+    ClockRate,
 }
 
 impl EventFlag {
     /// Every event flag, in the order `sim run` adds their events.
-    pub const ALL: [EventFlag; 6] = [
+    pub const ALL: [EventFlag; 8] = [
         EventFlag::Pause,
         EventFlag::Crash,
         EventFlag::Stop,
         EventFlag::StopDuring,
         EventFlag::HoldRows,
         EventFlag::StallStandby,
+        EventFlag::ClockStep,
+        EventFlag::ClockRate,
     ];
 
     /// The flag as typed, with its dashes.
@@ -43,6 +49,8 @@ impl EventFlag {
             EventFlag::StopDuring => "--stop-during",
             EventFlag::HoldRows => "--hold-rows",
             EventFlag::StallStandby => "--stall-standby",
+            EventFlag::ClockStep => "--clock-step",
+            EventFlag::ClockRate => "--clock-rate",
         }
     }
 
@@ -93,6 +101,27 @@ impl EventFlag {
             EventFlag::StallStandby => {
                 let [at_ms, for_ms] = numbers(flag, text)?;
                 FaultEvent::StallStandby { at_ms, for_ms }
+            }
+            EventFlag::ClockStep => {
+                let (head, delta) = text.rsplit_once(':').unwrap_or(("", text));
+                let [replica, at_ms] = numbers(flag, head)
+                    .map_err(|_| format!("{flag} {text:?}: expected REPLICA:AT_MS:DELTA_MS"))?;
+                let delta_ms = delta
+                    .parse()
+                    .map_err(|_| format!("{flag} {text:?}: {delta:?} is not an integer"))?;
+                FaultEvent::ClockStep {
+                    replica: small(flag, text, replica)?,
+                    at_ms,
+                    delta_ms,
+                }
+            }
+            EventFlag::ClockRate => {
+                let [replica, at_ms, rate_permille] = numbers(flag, text)?;
+                FaultEvent::ClockRate {
+                    replica: small(flag, text, replica)?,
+                    at_ms,
+                    rate_permille,
+                }
             }
         })
     }

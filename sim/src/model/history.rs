@@ -253,6 +253,22 @@ pub enum EventKind {
         /// Rows it had locked.
         rows: u64,
     },
+    /// The replica's wall clock was stepped: it read `from_ms` and reads
+    /// `to_ms` from now on (its timers are not moved).
+    ClockStepped {
+        /// The reading just before the step.
+        from_ms: i64,
+        /// The reading just after.
+        to_ms: i64,
+    },
+    /// The replica's clocks run at `rate_permille` thousandths of true
+    /// time from here; the wall clock read `reading_ms` at the change.
+    ClockRateSet {
+        /// The new rate.
+        rate_permille: u64,
+        /// The wall clock's reading at the change.
+        reading_ms: i64,
+    },
     /// The database's synchronous standby stopped answering for `for_ms`:
     /// commits that wrote something wait, holding their locks.
     StandbyStalled {

@@ -62,7 +62,9 @@ pub(super) fn wrong_actor(event: &Event) -> Option<&'static str> {
         | K::Paused { .. }
         | K::Resumed
         | K::Crashed
-        | K::Restarted => (|a| matches!(a, Actor::Replica(_)), "a replica"),
+        | K::Restarted
+        | K::ClockStepped { .. }
+        | K::ClockRateSet { .. } => (|a| matches!(a, Actor::Replica(_)), "a replica"),
         K::Granted { .. } | K::Refused { .. } | K::Revoked { .. } | K::Released { .. } => {
             (|a| *a == Actor::Lease, "the lease service")
         }

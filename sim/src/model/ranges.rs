@@ -123,6 +123,9 @@ pub fn check_ranges(spec: &RunSpec) -> Result<(), SpecError> {
     Ok(())
 }
 
+/// How fast or slow a clock may run: a tenth of true time to ten times it.
+pub const RATE_PERMILLE: RangeInclusive<u64> = 100..=10_000;
+
 fn event_fields(event: &FaultEvent) -> Vec<(&'static str, u64, RangeInclusive<u64>)> {
     let ms = 0..=HOUR_MS;
     match event {
@@ -146,6 +149,12 @@ fn event_fields(event: &FaultEvent) -> Vec<(&'static str, u64, RangeInclusive<u6
             ("reply_delay_ms", *reply_delay_ms, ms),
         ],
         FaultEvent::StallStandby { for_ms, .. } => vec![("for_ms", *for_ms, ms)],
+        FaultEvent::ClockStep { delta_ms, .. } => {
+            vec![("delta_ms", delta_ms.unsigned_abs(), 0..=DAY_MS)]
+        }
+        FaultEvent::ClockRate { rate_permille, .. } => {
+            vec![("rate_permille", *rate_permille, RATE_PERMILLE)]
+        }
         FaultEvent::HoldRows { for_ms, rows, .. } => vec![
             ("for_ms", *for_ms, ms),
             ("rows", (*rows).into(), 0..=MAX_ROWS),

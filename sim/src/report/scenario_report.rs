@@ -153,6 +153,20 @@ fn describe_event(event: &FaultEvent) -> String {
         FaultEvent::StallStandby { at_ms, for_ms } => {
             format!("the synchronous standby stops answering at {at_ms} ms for {for_ms} ms")
         }
+        FaultEvent::ClockStep {
+            replica,
+            at_ms,
+            delta_ms,
+        } => format!("r{replica}'s wall clock stepped {delta_ms:+} ms at {at_ms} ms"),
+        FaultEvent::ClockRate {
+            replica,
+            at_ms,
+            rate_permille,
+        } => format!(
+            "r{replica}'s clocks run at {}.{:03}x from {at_ms} ms",
+            rate_permille / 1_000,
+            rate_permille % 1_000
+        ),
         FaultEvent::CallFault {
             replica,
             op,

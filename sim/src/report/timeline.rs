@@ -169,6 +169,26 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
             format!("the synchronous standby stops answering for {for_ms} ms: commits wait"),
         ),
         K::StandbyResumed => ("standby".into(), None, "the standby answers again".into()),
+        K::ClockStepped { from_ms, to_ms } => (
+            "CLOCK".into(),
+            None,
+            format!(
+                "wall clock stepped {:+} ms: read {from_ms}, reads {to_ms}",
+                to_ms - from_ms
+            ),
+        ),
+        K::ClockRateSet {
+            rate_permille,
+            reading_ms,
+        } => (
+            "CLOCK".into(),
+            None,
+            format!(
+                "clocks run at {}.{:03}x from reading {reading_ms}",
+                rate_permille / 1_000,
+                rate_permille % 1_000
+            ),
+        ),
         K::RolledBack { call, rows } => (
             "rolled back".into(),
             None,

@@ -98,9 +98,12 @@ pub(super) fn offset_of(text: &str, path: &str) -> Option<usize> {
             ),
             None => (segment, Vec::<usize>::new()),
         };
-        let (key, mut value) = table
-            .iter()
-            .find(|(key, _)| key.get_ref().as_ref() == name)?;
+        // A field the file leaves out (a rule between two fields, one of
+        // them defaulted) is blamed on its table.
+        let Some((key, mut value)) = table.iter().find(|(key, _)| key.get_ref().as_ref() == name)
+        else {
+            return found;
+        };
         found = Some(key.span().start);
         for index in indices {
             let DeValue::Array(items) = value.get_ref() else {

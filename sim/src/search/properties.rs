@@ -151,7 +151,9 @@ fn fold(mut event: FaultEvent, replicas: u32, duration_ms: u64) -> FaultEvent {
     match &mut event {
         FaultEvent::Pause { replica, at_ms, .. }
         | FaultEvent::Crash { replica, at_ms, .. }
-        | FaultEvent::Stop { replica, at_ms, .. } => {
+        | FaultEvent::Stop { replica, at_ms, .. }
+        | FaultEvent::ClockStep { replica, at_ms, .. }
+        | FaultEvent::ClockRate { replica, at_ms, .. } => {
             *replica = (*replica - 1) % replicas + 1;
             *at_ms %= duration_ms;
         }

@@ -96,6 +96,8 @@ fn drain_owed(spec: &RunSpec) -> bool {
 pub(crate) struct Replica {
     pub ctx: Arc<ReplicaCtx>,
     pub node: NodeHandle,
+    /// Its host's clock, which clock faults step and slow.
+    pub clock: SimClock,
 }
 
 /// Builds the world for `spec` (already validated) inside the current
@@ -104,7 +106,7 @@ pub(crate) struct Replica {
 pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bool) -> History {
     let handle = Handle::current();
     let clock = SimClock::new(0);
-    let recorder = Arc::new(Recorder::new(clock, record));
+    let recorder = Arc::new(Recorder::new(clock.clone(), record));
     let mut plan_rng = ChaCha8Rng::seed_from_u64(spec.seed);
     let retention_ms = i64::try_from(spec.worker.retention_ms).expect("validated");
 
@@ -190,16 +192,22 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
             stops_pending: AtomicU32::new(0),
             stops_deferred: AtomicU32::new(0),
         });
+        // The host's clock: it outlives the process, crashes and restarts.
+        let host_clock = clock.skewed(skew_ms);
         let node = start_replica(
             &handle,
             &ctx,
             &factory,
-            clock.skewed(skew_ms),
+            host_clock.clone(),
             &spec,
             plan_rng.r#gen(),
         );
         *ctx.node.lock().expect("node slot") = Some(node.id());
-        replicas.push(Replica { ctx, node });
+        replicas.push(Replica {
+            ctx,
+            node,
+            clock: host_clock,
+        });
     }
 
     let header = Header {
@@ -321,7 +329,13 @@ fn start_replica(
         .init(move || {
             let incarnation = restarts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let seed = jitter_seed ^ u64::from(incarnation).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            replica_process(ctx.clone(), factory.clone(), clock, config.clone(), seed)
+            replica_process(
+                ctx.clone(),
+                factory.clone(),
+                clock.clone(),
+                config.clone(),
+                seed,
+            )
         })
         .build()
 }

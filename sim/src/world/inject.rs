@@ -78,6 +78,26 @@ pub(crate) async fn inject(
             sleep_until(at_ms).await;
             replica.ctx.spawn_stops(callers);
         }
+        FaultEvent::ClockStep {
+            at_ms, delta_ms, ..
+        } => {
+            sleep_until(at_ms).await;
+            let (from_ms, to_ms) = replica.clock.step(delta_ms);
+            recorder.record(actor, term(), EventKind::ClockStepped { from_ms, to_ms });
+        }
+        FaultEvent::ClockRate {
+            at_ms,
+            rate_permille,
+            ..
+        } => {
+            sleep_until(at_ms).await;
+            let reading_ms = replica.clock.set_rate(rate_permille);
+            let kind = EventKind::ClockRateSet {
+                rate_permille,
+                reading_ms,
+            };
+            recorder.record(actor, term(), kind);
+        }
         FaultEvent::StopDuring { .. }
         | FaultEvent::CallFault { .. }
         | FaultEvent::HoldRows { .. }

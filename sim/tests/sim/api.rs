@@ -46,7 +46,7 @@ fn worker(rows: u32) -> Arc<MemoryWorker> {
     for age in 0..rows {
         table.insert(-3_000_000_000 - i64::from(age));
     }
-    let backend = Arc::new(InMemoryBackend::new(clock, 30_000, table));
+    let backend = Arc::new(InMemoryBackend::new(clock.clone(), 30_000, table));
     let deps = Dependencies {
         clock,
         leases: backend.clone(),
@@ -182,7 +182,7 @@ fn a_worker_on_shared_dependencies_renews_through_them() {
             table.insert(-3_000_000_000 - age);
         }
         assert!(!table.is_empty());
-        let backend = Arc::new(InMemoryBackend::new(*clock, 300, table));
+        let backend = Arc::new(InMemoryBackend::new(SimClock::clone(&clock), 300, table));
         let mut config = WorkerConfig::default();
         config.lease_ttl_ms = 300;
         config.renew_interval_ms = 100;
@@ -248,7 +248,7 @@ fn serve_counts_the_terms_that_lost_leadership() {
         for age in 0..100_000 {
             table.insert(-3_000_000_000 - age);
         }
-        let backend = Arc::new(InMemoryBackend::new(clock, 300, table));
+        let backend = Arc::new(InMemoryBackend::new(clock.clone(), 300, table));
         let mut config = WorkerConfig::default();
         (
             config.lease_ttl_ms,

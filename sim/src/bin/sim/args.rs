@@ -20,7 +20,7 @@ pub struct Cli {
 #[derive(Subcommand)]
 pub enum Command {
     /// One run: prints its timeline and the verdict.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// A sweep over many seeds: prints a summary.
     Explore(ExploreArgs),
     /// Runs a replay token printed by a failure and prints its timeline.
@@ -127,6 +127,15 @@ pub struct RunArgs {
     /// FOR_MS (commits wait, holding their locks): `AT_MS:FOR_MS`.
     #[arg(long, value_name = "AT:FOR")]
     pub stall_standby: Vec<String>,
+    /// Steps replica R's wall clock by DELTA ms (negative: back) at AT_MS;
+    /// its timers are not moved: `R:AT_MS:DELTA`.
+    #[arg(long, value_name = "R:AT:DELTA", allow_hyphen_values = true)]
+    pub clock_step: Vec<String>,
+    /// From AT_MS replica R's clocks (readings and timers) run at RATE
+    /// thousandths of true time, 100..=10000 (500: half speed):
+    /// `R:AT_MS:RATE`.
+    #[arg(long, value_name = "R:AT:RATE")]
+    pub clock_rate: Vec<String>,
     /// Each commit that wrote something takes MIN..=MAX ms to be durable
     /// (flush and synchronous standby): `MIN:MAX` (default 0:0).
     #[arg(long, value_name = "MIN:MAX")]
@@ -280,6 +289,8 @@ pub fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
         &args.stop_during,
         &args.hold_rows,
         &args.stall_standby,
+        &args.clock_step,
+        &args.clock_rate,
     ]) {
         for text in texts {
             spec.events.push(flag.parse(text)?);

@@ -1,0 +1,117 @@
+//! A replica's wall clock as its history tells it: the header's skew, then
+//! every step and rate change it recorded, so the checker can ask whether
+//! the clock read a value at some instant of an interval.
+
+use crate::model::EventKind;
+
+/// Piecewise: from each segment's start (true time) the clock reads its
+/// reading there plus the true time since, scaled by its rate.
+#[derive(Debug, Clone)]
+pub(super) struct ReplicaClock {
+    segments: Vec<Segment>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    start_ms: i64,
+    reading_ms: i64,
+    rate_permille: u64,
+}
+
+impl Segment {
+    fn reading_at(&self, at_ms: i64) -> i64 {
+        let passed = i128::from(at_ms - self.start_ms) * i128::from(self.rate_permille) / 1_000;
+        self.reading_ms
+            .saturating_add(i64::try_from(passed).unwrap_or(i64::MAX))
+    }
+
+    fn keeps_time(&self) -> bool {
+        self.rate_permille == 1_000
+    }
+}
+
+impl ReplicaClock {
+    /// A clock `skew_ms` ahead of true time from the start.
+    pub fn new(skew_ms: i64) -> Self {
+        Self {
+            segments: vec![Segment {
+                start_ms: 0,
+                reading_ms: skew_ms,
+                rate_permille: 1_000,
+            }],
+        }
+    }
+
+    /// Takes in one of the replica's events, at `at_ms`.
+    pub fn observe(&mut self, at_ms: i64, kind: &EventKind) {
+        let current = *self.segments.last().expect("a first segment");
+        let next = match *kind {
+            EventKind::ClockStepped { to_ms, .. } => Segment {
+                start_ms: at_ms,
+                reading_ms: to_ms,
+                ..current
+            },
+            EventKind::ClockRateSet {
+                rate_permille,
+                reading_ms,
+            } => Segment {
+                start_ms: at_ms,
+                reading_ms,
+                rate_permille,
+            },
+            _ => return,
+        };
+        self.segments.push(next);
+    }
+
+    /// Whether the clock read `reading_ms` at some instant of
+    /// `from_ms..=to_ms`. A clock that keeps true time is judged to the
+    /// millisecond; one running at another rate within a millisecond either
+    /// side, as its readings are rounded to whole milliseconds.
+    pub fn read_within(&self, reading_ms: i64, from_ms: i64, to_ms: i64) -> bool {
+        if from_ms > to_ms {
+            return false;
+        }
+        self.segments.iter().enumerate().any(|(index, segment)| {
+            let end_ms = self
+                .segments
+                .get(index + 1)
+                .map_or(i64::MAX, |next| next.start_ms);
+            let (a, b) = (from_ms.max(segment.start_ms), to_ms.min(end_ms));
+            if a > b {
+                return false;
+            }
+            let slack = i64::from(!segment.keeps_time());
+            (segment.reading_at(a) - slack..=segment.reading_at(b) + slack).contains(&reading_ms)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReplicaClock;
+    use crate::model::EventKind;
+
+    #[test]
+    fn steps_and_rates_map_readings_back_to_true_time() {
+        let mut clock = ReplicaClock::new(100);
+        assert!(clock.read_within(150, 0, 50) && !clock.read_within(151, 0, 50));
+        clock.observe(
+            1_000,
+            &EventKind::ClockStepped {
+                from_ms: 1_100,
+                to_ms: 600,
+            },
+        );
+        // Back 500 ms at 1000: it read 600..1100 twice.
+        assert!(clock.read_within(700, 1_050, 1_100));
+        assert!(clock.read_within(700, 550, 650));
+        assert!(!clock.read_within(1_200, 1_000, 1_500));
+        let half = EventKind::ClockRateSet {
+            rate_permille: 500,
+            reading_ms: 1_600,
+        };
+        clock.observe(2_000, &half);
+        assert!(clock.read_within(1_700, 2_150, 2_250) && !clock.read_within(1_800, 2_000, 2_100));
+    }
+}
