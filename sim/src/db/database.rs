@@ -10,9 +10,15 @@ use retention_worker::memory::LeaseTable;
 use super::records::Records;
 use super::row_lock::RowLock;
 use super::statement::{
-    Answer, Applied, Effect, Holder, LeaseStatement, Request, SessionId, StatementId, Timed, TxnId,
+    Answer, Applied, Effect, Holder, LeaseStatement, Refusal, Request, SessionId, StatementId,
+    Timed, TxnId,
 };
 use crate::model::RowRec;
+
+/// What a statement on a session the server terminated meets: the client
+/// finds its connection closed.
+pub(super) const SESSION_ENDED: &str =
+    "the server ended the session (idle in transaction): connection closed";
 
 /// PostgreSQL's server-side bounds, as the adapters set them on every
 /// connection (`worker/src/pg/options.rs`); 0 turns one off, as in
@@ -116,6 +122,9 @@ pub struct Database {
     pub(super) bounds: Bounds,
     /// The synchronous standby acknowledges commits.
     pub(super) standby_answers: bool,
+    /// Sessions the server terminated (idle in a transaction too long):
+    /// their connections are closed, and nothing more runs on them.
+    pub(super) ended_sessions: std::collections::BTreeSet<SessionId>,
     next_txn: TxnId,
     pub(super) now_ms: i64,
 }
@@ -132,6 +141,7 @@ impl Database {
             statements: BTreeMap::new(),
             bounds,
             standby_answers: true,
+            ended_sessions: std::collections::BTreeSet::new(),
             next_txn: 0,
             now_ms: i64::MIN,
         }
@@ -153,6 +163,12 @@ impl Database {
         self.records.insert(created_at_ms)
     }
 
+    /// Whether the server terminated `session` (its client sees the
+    /// connection closed).
+    pub fn session_ended(&self, session: SessionId) -> bool {
+        self.ended_sessions.contains(&session)
+    }
+
     /// Statement `id` arrives on `session` at `now_ms`.
     pub fn submit(
         &mut self,
@@ -171,6 +187,10 @@ impl Database {
                 statement,
                 commit_ms,
             } => self.submit_lease(now_ms, id, session, statement, commit_ms, &mut out),
+            Request::Begin if self.session_ended(session) => {
+                let answer = Err(Refusal::Closed(SESSION_ENDED.into()));
+                super::emit(&mut out, now_ms, Effect::Done { id, answer });
+            }
             Request::Begin => {
                 let txn = self.open(Some(session), now_ms);
                 let answer = Ok(Answer::Begun(txn));

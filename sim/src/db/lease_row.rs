@@ -4,7 +4,7 @@
 
 use retention_worker::memory::LeaseTable;
 
-use super::database::{Database, Kind, Pending, Phase};
+use super::database::{Database, Kind, Pending, Phase, SESSION_ENDED};
 use super::emit;
 use super::statement::{
     Answer, Applied, Effect, LeaseAnswer, LeaseStatement, Refusal, SessionId, StatementId, Timed,
@@ -21,6 +21,11 @@ impl Database {
         commit_ms: u64,
         out: &mut Vec<Timed>,
     ) {
+        if self.session_ended(session) {
+            let answer = Err(Refusal::Closed(SESSION_ENDED.into()));
+            emit(out, now_ms, Effect::Done { id, answer });
+            return;
+        }
         if !self.locks_row(&statement, now_ms) {
             // Nothing matched in its snapshot: no lock, nothing written, so
             // no commit record to wait for.

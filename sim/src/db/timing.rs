@@ -116,6 +116,9 @@ impl Database {
                     bounds.idle_in_transaction_ms
                 );
                 emit(out, now_ms, Effect::SessionEnded { txn, reason });
+                if let Some(session) = self.txns.get(&txn).and_then(|open| open.session) {
+                    self.ended_sessions.insert(session);
+                }
                 self.end_txn(txn, now_ms, out);
             }
         }

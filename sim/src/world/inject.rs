@@ -63,10 +63,12 @@ pub(crate) async fn inject(
             replica.ctx.alive.store(false, Ordering::Relaxed);
             replica.ctx.stops_pending.store(0, Ordering::Relaxed);
             replica.ctx.worker.lock().expect("worker slot").take();
-            handle.kill(replica.node.id());
             // The kernel closes a dead process's sockets after what they
             // had sent: the database then rolls back their transactions.
+            // First, so that the calls the kill drops send nothing more (no
+            // ROLLBACK, no cancel request: a dead process sends neither).
             replica.ctx.kernel.process_died();
+            handle.kill(replica.node.id());
             madsim::time::sleep(Duration::from_millis(restart_after_ms)).await;
             recorder.record(actor, term(), EventKind::Restarted);
             replica.ctx.alive.store(true, Ordering::Relaxed);

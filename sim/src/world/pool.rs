@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use retention_worker::CallError;
 
 use super::session::{Kernel, Session};
-use super::wire::{Caller, ProtocolReq, RollbackReq};
+use super::wire::{Caller, ProtocolReq, RollbackReq, ServerError};
 use crate::calls::{Connection, RoundTrip, Sql};
 
 /// A connection and what its client has prepared on it.
@@ -20,7 +20,8 @@ struct Pooled {
 
 /// The idle connections of one replica process (deadpool's default queue
 /// mode: first in, first out). Calls never wait for a slot: the worker
-/// makes at most three calls at once and the runner's pool holds four.
+/// makes at most two calls at once (its delete and its renewal) and the
+/// runner's pool holds four.
 #[derive(Default)]
 pub(crate) struct Pool {
     idle: Mutex<VecDeque<Pooled>>,
@@ -34,7 +35,15 @@ impl Pool {
         kernel: &Arc<Kernel>,
         caller: Caller,
     ) -> Result<Lent, CallError> {
-        let idle = self.idle.lock().expect("pool").pop_front();
+        // deadpool's fast recycle drops a connection its client saw close
+        // (the server ended the session) and takes the next.
+        let idle = loop {
+            let idle = self.idle.lock().expect("pool").pop_front();
+            match idle {
+                Some(pooled) if kernel.session_ended(pooled.session.id()) => pooled.session.close(),
+                idle => break idle,
+            }
+        };
         let (pooled, opening) = match idle {
             Some(pooled) => (pooled, Vec::new()),
             None => {
@@ -120,7 +129,17 @@ impl Lent {
                 caller: self.caller,
                 trip: format!("{trip:?}"),
             };
-            self.session().call(request).await?;
+            self.session()
+                .call(request)
+                .await?
+                .map_err(|error| match error {
+                    ServerError::Closed(reason) => {
+                        CallError::ambiguous(format!("connection closed: {reason}"))
+                    }
+                    ServerError::Failed(reason) => {
+                        CallError::rejected(format!("database: {reason}"))
+                    }
+                })?;
         }
         Ok(())
     }
@@ -153,7 +172,9 @@ impl Drop for Lent {
             Some(true) => self.pool.idle.lock().expect("pool").push_back(pooled),
             Some(false) => pooled.session.close(),
             None => {
-                if self.started {
+                // A process that died sends nothing: its kernel closed the
+                // connection already.
+                if self.started && !pooled.session.is_closed() {
                     // As the adapter on a timeout: ask the server to stop
                     // what the connection runs, then close it.
                     self.kernel.cancel(self.caller);

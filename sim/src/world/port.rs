@@ -87,7 +87,7 @@ impl SimPort {
 
     /// A lease statement and its reply on a pooled connection, with the
     /// call's delays, refusal, lost reply and garbling.
-    async fn exchange<T, R: OnConnection<Response = Result<T, String>>>(
+    async fn exchange<T, R: OnConnection<Response = Result<T, ServerError>>>(
         &self,
         (caller, faults): (Caller, CallFaults),
         sql: Sql,
@@ -99,8 +99,9 @@ impl SimPort {
             lent.prepare(sql).await?;
             let answer = lent.session().call(request(lent.caller())).await?;
             // The server failed the statement (a bound, a cancel): nothing
-            // applied, as the adapter reports an error the server raised.
-            answer.map_err(|reason| CallError::rejected(format!("database: {reason}")))
+            // applied, as the adapter reports an error the server raised;
+            // a connection the server closed is ambiguous.
+            answer.map_err(server_error)
         }
         .await;
         let answer = reply(answer, &faults).await;
@@ -123,7 +124,11 @@ impl SimPort {
         (older_than_ms, limit, token): (i64, u32, u64),
     ) -> Result<Result<u64, String>, CallError> {
         let caller = lent.caller();
-        let txn = lent.session().call(BeginReq { caller }).await?;
+        let txn = lent
+            .session()
+            .call(BeginReq { caller })
+            .await?
+            .map_err(server_error)?;
         lent.opened(txn);
         lent.prepare(Sql::Fence).await?;
         let fenced = lent.session().call(FenceReq { caller, txn, token }).await?;

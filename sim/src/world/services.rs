@@ -9,8 +9,8 @@ use madsim::net::rpc::Request;
 
 use super::db_node::DbNode;
 use super::wire::{
-    AcquireReq, BeginReq, CancelReq, CommitReq, DB_ADDR, DeleteReq, FenceReq, ProtocolReq,
-    ReleaseReq, RenewReq, RollbackReq, from_rec, to_rec,
+    AcquireReq, BeginReq, CancelReq, CloseReq, CommitReq, DB_ADDR, DeleteReq, FenceReq,
+    ProtocolReq, ReleaseReq, RenewReq, RollbackReq, ServerError, from_rec, to_rec,
 };
 use crate::db::{LeaseAnswer, LeaseStatement};
 use crate::model::LeaseRec;
@@ -28,7 +28,7 @@ fn serve_now<R: Request>(
     });
 }
 
-fn lease_of(answer: Result<LeaseAnswer, String>) -> Result<Option<LeaseRec>, String> {
+fn lease_of(answer: Result<LeaseAnswer, ServerError>) -> Result<Option<LeaseRec>, ServerError> {
     Ok(match answer? {
         LeaseAnswer::Granted(lease) => Some(to_rec(&lease)),
         _ => None,
@@ -105,6 +105,14 @@ pub(crate) async fn database(node: Arc<DbNode>, arrivals_per_sec: u32) {
     endpoint.add_rpc_handler(move |req: ProtocolReq| {
         let n = n.clone();
         async move { n.protocol(req.caller).await }
+    });
+    let n = node.clone();
+    endpoint.add_rpc_handler(move |req: CloseReq| {
+        let n = n.clone();
+        async move {
+            n.connection_closed(req.caller.session, req.caller.seq)
+                .await
+        }
     });
     madsim::task::spawn(node.clone().keep_time());
     loop {

@@ -18,7 +18,7 @@ use retention_worker::CallError;
 use tokio::sync::{OnceCell, oneshot};
 
 use super::db_node::DbNode;
-use super::wire::{Caller, CancelReq, DB_ADDR, OnConnection};
+use super::wire::{Caller, CancelReq, CloseReq, DB_ADDR, OnConnection};
 
 /// TCP's first retransmission timeout; it doubles on every loss in a row.
 const FIRST_RTO_MS: u64 = 200;
@@ -101,6 +101,12 @@ impl Kernel {
         });
     }
 
+    /// Whether the server ended connection `session` (its FIN and the
+    /// error before it are taken as seen at once).
+    pub fn session_ended(&self, session: u64) -> bool {
+        self.db.session_ended(session)
+    }
+
     /// The process died: each open connection closes after what it had
     /// already sent, and the database rolls back its transaction then.
     pub fn process_died(&self) {
@@ -179,14 +185,24 @@ impl Session {
     /// transaction (once the statement running, if any, ends). Closing
     /// twice is closing once.
     pub fn close(&self) {
-        if self.closed.swap(true, Ordering::Relaxed) {
+        if self.closed.load(Ordering::Relaxed) {
             return;
         }
-        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        let (db, session) = (self.kernel.db.clone(), self.id);
-        self.kernel
-            .node
-            .spawn(async move { db.connection_closed(session, seq).await });
+        // The FIN crosses the network like any segment.
+        let caller = Caller {
+            call: 0,
+            replica: 0,
+            term: 0,
+            session: self.id,
+            seq: 0,
+        };
+        self.transmit(CloseReq { caller }, None);
+        self.closed.store(true, Ordering::Relaxed);
+    }
+
+    /// Closed by its client (or its process's death): nothing more goes.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
     }
 }
 

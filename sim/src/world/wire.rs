@@ -62,21 +62,22 @@ pub(crate) enum ServerError {
     Closed(String),
 }
 
-// Lease statements fail (`Err`) only by a server-side bound or a cancel.
-request!(AcquireReq { owner: String } -> Result<Option<LeaseRec>, String>, 0x5e_a1);
+// Lease statements fail (`Err`) by a server-side bound or a cancel, or
+// find their session ended by the server.
+request!(AcquireReq { owner: String } -> Result<Option<LeaseRec>, ServerError>, 0x5e_a1);
 request!(
     /// `revoke` is the injected null-renewal fault: the service drops the
     /// lease and answers `None`, as if an operator or a failover had taken it.
-    RenewReq { lease: LeaseRec, revoke: bool } -> Result<Option<LeaseRec>, String>, 0x5e_a2
+    RenewReq { lease: LeaseRec, revoke: bool } -> Result<Option<LeaseRec>, ServerError>, 0x5e_a2
 );
-request!(ReleaseReq { lease: LeaseRec } -> Result<(), String>, 0x5e_a3);
+request!(ReleaseReq { lease: LeaseRec } -> Result<(), ServerError>, 0x5e_a3);
 // The fenced delete is the adapter's conversation, one request per
 // statement of `worker/src/pg/records.rs`: BEGIN, the fence, the DELETE,
 // COMMIT (or ROLLBACK, pipelined when the adapter gives up or is fenced);
 // prepares and start-up go as `ProtocolReq`.
 request!(
     /// `BEGIN`: answered with the new transaction.
-    BeginReq {} -> u64, 0x5e_b1
+    BeginReq {} -> Result<u64, ServerError>, 0x5e_b1
 );
 request!(
     /// The fence's `SELECT ... FOR SHARE`: `Ok` with the lock taken, or why
@@ -116,8 +117,14 @@ request!(
     /// A round trip of the conversation that touches no data: TCP's
     /// handshake, a start-up exchange, a `Parse`, the read of a refused
     /// fence's reason (`calls::RoundTrip`, by its debug name). The server
-    /// answers at once; one inside a transaction ends an idle stretch.
-    ProtocolReq { trip: String } -> (), 0x5e_b7
+    /// answers at once (a session it ended answers nothing: the client
+    /// finds the connection closed); one inside a transaction ends an idle
+    /// stretch.
+    ProtocolReq { trip: String } -> Result<(), ServerError>, 0x5e_b7
+);
+request!(
+    /// The connection closes (a FIN after everything sent on it).
+    CloseReq {} -> (), 0x5e_b8
 );
 
 /// The one database, holding the lease row and the records.

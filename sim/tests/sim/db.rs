@@ -408,3 +408,45 @@ fn a_standby_that_stops_answering_holds_commits_until_a_cancel() {
     ));
     assert!(db.db.lease().stored().is_some());
 }
+
+#[test]
+fn a_session_the_server_ended_runs_nothing_more_and_a_parse_keeps_it_alive() {
+    let idle = Bounds {
+        idle_in_transaction_ms: 500,
+        ..Bounds::default()
+    };
+    let mut db = Driver::new(TTL_MS, &[1, 2, 3], idle);
+    let first = db.lease(0, 1, acquire("r1"));
+    let lease = granted(&db, first);
+    // Session 2 idles in its transaction; a Parse at 400 starts a new
+    // idle stretch, so at 500 it is still alive; at 901 it is ended.
+    let txn = db.begin(0, 2);
+    db.db.protocol_exchange(400, 2);
+    db.advance(899);
+    assert!(!db.db.session_ended(2), "a Parse re-arms the idle bound");
+    db.advance(901);
+    assert!(db.db.session_ended(2));
+    // Whatever comes next on it finds the connection closed: the fence
+    // (its transaction is gone), a lease statement, a new BEGIN.
+    let fence = db.fence(950, 2, txn, lease.fencing_token);
+    assert!(matches!(
+        db.answer(fence),
+        Some((_, Err(Refusal::Closed(_))))
+    ));
+    let renewal = db.lease(960, 2, renew(&lease));
+    assert!(matches!(
+        db.answer(renewal),
+        Some((_, Err(Refusal::Closed(_))))
+    ));
+    let begin = db.send(970, 2, retention_sim::db::Request::Begin);
+    assert!(matches!(
+        db.answer(begin),
+        Some((_, Err(Refusal::Closed(_))))
+    ));
+    // Another session is untouched.
+    let other = db.lease(980, 3, renew(&lease));
+    assert!(matches!(
+        db.lease_answer(other),
+        Some((_, Ok(LeaseAnswer::Granted(_))))
+    ));
+}

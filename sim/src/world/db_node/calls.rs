@@ -49,7 +49,7 @@ impl DbNode {
         &self,
         caller: Caller,
         statement: LeaseStatement,
-    ) -> Result<LeaseAnswer, String> {
+    ) -> Result<LeaseAnswer, ServerError> {
         let op = match &statement {
             LeaseStatement::Acquire { .. } => OpKind::Acquire,
             LeaseStatement::Renew { .. } | LeaseStatement::Revoke { .. } => OpKind::Renew,
@@ -64,17 +64,16 @@ impl DbNode {
         match answer {
             Ok(Answer::Lease(applied)) => Ok(applied.answer),
             Ok(other) => unreachable!("a lease statement answered {other:?}"),
-            Err(Refusal::Cut(reason) | Refusal::Failed(reason) | Refusal::Closed(reason)) => {
-                Err(reason)
-            }
+            Err(refusal) => Err(server_error(refusal)),
         }
     }
 
-    pub(crate) async fn begin(&self, caller: Caller) -> TxnId {
+    pub(crate) async fn begin(&self, caller: Caller) -> Result<TxnId, ServerError> {
         let key = (OpKind::Delete, None, 0);
         match self.run(caller, key, |_, _| Request::Begin).await {
-            Ok(Answer::Begun(txn)) => txn,
-            other => unreachable!("BEGIN answered {other:?}"),
+            Ok(Answer::Begun(txn)) => Ok(txn),
+            Ok(other) => unreachable!("BEGIN answered {other:?}"),
+            Err(refusal) => Err(server_error(refusal)),
         }
     }
 

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 
 use super::DbNode;
-use crate::world::wire::Caller;
+use crate::world::wire::{Caller, ServerError};
 
 /// Per connection: the next message to serve, and later ones already
 /// served or lost (a message the network never delivered).
@@ -52,6 +52,10 @@ impl DbNode {
         {
             let mut turns = self.turns.lock().expect("turns");
             let next = turns.sessions.entry(session).or_default();
+            if seq < next.seq {
+                // Already taken (a reply lost after the message was served).
+                return;
+            }
             next.done.insert(seq);
             while next.done.remove(&next.seq) {
                 next.seq += 1;
@@ -68,11 +72,26 @@ impl DbNode {
     /// A round trip that touches no data (`calls::RoundTrip`): answered at
     /// once; inside a transaction it ends an idle stretch, as the server
     /// re-arms `idle_in_transaction_session_timeout` after each message.
-    pub(crate) async fn protocol(&self, caller: Caller) {
+    pub(crate) async fn protocol(&self, caller: Caller) -> Result<(), ServerError> {
         self.in_turn(caller.session, caller.seq).await;
         let now_ms = self.recorder.now_ms();
-        self.with_db(|state| state.db.protocol_exchange(now_ms, caller.session));
+        let ended = self.read(|db| db.session_ended(caller.session));
+        if !ended {
+            self.with_db(|state| state.db.protocol_exchange(now_ms, caller.session));
+        }
         self.turn_taken(caller.session, caller.seq);
+        if ended {
+            return Err(ServerError::Closed(
+                "the server ended the session (idle in transaction)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether the server ended `session`: its client, having seen the
+    /// connection close, no longer uses it.
+    pub(crate) fn session_ended(&self, session: u64) -> bool {
+        self.read(|db| db.session_ended(session))
     }
 
     /// `session`'s connection closed (its process died, or the call gave
@@ -81,6 +100,9 @@ impl DbNode {
         self.in_turn(session, seq).await;
         let now_ms = self.recorder.now_ms();
         self.with_db(|state| state.db.connection_closed(now_ms, session));
-        self.turns.lock().expect("turns").sessions.remove(&session);
+        // Nothing follows a close: every later turn counts as taken.
+        let mut turns = self.turns.lock().expect("turns");
+        let next = turns.sessions.entry(session).or_default();
+        (next.seq, next.done) = (u64::MAX, BTreeSet::new());
     }
 }
