@@ -160,6 +160,20 @@ pub const PROBES: &[(&str, &str)] = &[
         "commit-held-by-standby",
         "a commit completed only when a stalled standby answered again",
     ),
+    ("clock-stepped", "a replica's wall clock was stepped"),
+    ("clock-rate-changed", "a replica's clocks ran fast or slow"),
+    (
+        "term-outlived-a-clock-step",
+        "a term began before its replica's clock was stepped and deleted after",
+    ),
+    (
+        "guard-gave-up-after-a-step-forward",
+        "a term gave up on a lease still valid, its clock stepped forward",
+    ),
+    (
+        "renewal-sent-late-by-a-slow-clock",
+        "a slow clock sent a renewal after its lease had expired",
+    ),
 ];
 
 /// What is known about one call while the history is read.
@@ -382,5 +396,6 @@ pub fn coverage(history: &History) -> BTreeMap<&'static str, u64> {
         }
     }
     super::db_probes::count(history, &mut hits);
+    super::clock_probes::count(history, &mut hits);
     hits
 }

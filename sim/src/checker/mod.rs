@@ -4,6 +4,7 @@
 //! reached (`coverage.rs`). Uses only `model`, so
 //! histories recorded from real runs are checked the same way.
 
+mod clock_probes;
 mod clocks;
 mod coverage;
 mod db_probes;

@@ -172,7 +172,8 @@ fn draw_skews(seed: u64, replicas: u32, renew_interval_ms: u64) -> Vec<i64> {
     (0..replicas).map(|_| rng.gen_range(-most..=most)).collect()
 }
 
-/// Up to two events of each kind (one of `hold_rows`), each kind on its own
+/// Up to two events of each kind (one of `hold_rows`, `stall_standby` and
+/// `clock_rate`), each kind on its own
 /// stream.
 fn draw_events(seed: u64, replicas: u32, duration_ms: u64) -> Vec<FaultEvent> {
     let mut events = Vec::new();
@@ -183,7 +184,7 @@ fn draw_events(seed: u64, replicas: u32, duration_ms: u64) -> Vec<FaultEvent> {
             0
         }
     };
-    let kinds: [(&str, u32, EventDraw); 7] = [
+    let kinds: [(&str, u32, EventDraw); 9] = [
         ("events.pause", 2, |rng, replicas, duration_ms| {
             FaultEvent::Pause {
                 replica: rng.gen_range(1..=replicas),
@@ -225,6 +226,23 @@ fn draw_events(seed: u64, replicas: u32, duration_ms: u64) -> Vec<FaultEvent> {
                 at_ms: rng.gen_range(0..duration_ms),
                 for_ms: rng.gen_range(100..=5_000),
                 rows: rng.gen_range(1..=400),
+            }
+        }),
+        // Steps of up to two leases either way; a rate from half to double
+        // speed, from any moment.
+        ("events.clock_step", 2, |rng, replicas, duration_ms| {
+            let size_ms = rng.gen_range(1..=6_000);
+            FaultEvent::ClockStep {
+                replica: rng.gen_range(1..=replicas),
+                at_ms: rng.gen_range(0..duration_ms),
+                delta_ms: if rng.gen_bool(0.5) { size_ms } else { -size_ms },
+            }
+        }),
+        ("events.clock_rate", 1, |rng, replicas, duration_ms| {
+            FaultEvent::ClockRate {
+                replica: rng.gen_range(1..=replicas),
+                at_ms: rng.gen_range(0..duration_ms),
+                rate_permille: rng.gen_range(500..=2_000),
             }
         }),
     ];
