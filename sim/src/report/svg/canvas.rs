@@ -20,6 +20,7 @@ text{font-family:DejaVu Sans,Arial,Helvetica,sans-serif;font-size:10px;fill:#222
 .stale{fill:#8a2be2}.life{fill:#4a7fc0;opacity:0.35;stroke:#fff;stroke-width:1}.failing{fill:#d01010}\
 .commit{fill:#9fd39f;stroke:#2a8a2a;stroke-width:0.6}\
 .stop{fill:#222}.mark{stroke-width:1.2}\
+.clock{fill:#fff;stroke:#0a7d8c;stroke-width:1.2}.clocktext{font-size:8px;fill:#0a7d8c}\
 .fold{stroke:#888;fill:none;stroke-width:1}.folded{fill:#888;opacity:0.08}\
 .hit{stroke:#fff;stroke-opacity:0;stroke-width:8;pointer-events:stroke}\
 .violation{fill:none;stroke:#d01010;stroke-width:2}.clause{fill:#d01010;font-weight:bold}";

@@ -98,6 +98,14 @@ pub fn draw(canvas: &mut Canvas, y: f64) {
     canvas.rect((x, y + 3.0, 22.0, 10.0), "uncommitted", None);
     canvas.text(x + 26.0, y + 12.0, "small", "a delete rolled back");
     x += 120.0;
+    super::markers::clock_mark(canvas, (x + 6.0, y - 6.0), "", None);
+    canvas.text(
+        x + 14.0,
+        y + 12.0,
+        "small",
+        "clock stepped (+/- s) or rate (x)",
+    );
+    x += 160.0;
     canvas.text(
         x,
         y + 12.0,

@@ -1,6 +1,7 @@
 //! Markers in a replica's lane (stop() called and resolved, counted when
-//! callers call at once; each term's end with how it ended) and each
-//! violation's events ringed with its clause.
+//! callers call at once; each term's end with how it ended; its clock
+//! stepped or set to a rate) and each violation's events ringed with its
+//! clause.
 
 use std::collections::BTreeMap;
 
@@ -76,9 +77,36 @@ pub(super) fn markers(canvas: &mut Canvas, history: &History, scale: &Scale, lay
                 }
                 canvas.line((x, y + 6.0), (x, y + 22.0), "mark null", None, Some(&title));
             }
+            EventKind::ClockStepped { from_ms, to_ms } => {
+                let delta_s = (to_ms - from_ms) as f64 / 1_000.0;
+                clock_mark(canvas, (x, y), &format!("{delta_s:+.1} s"), Some(&title));
+            }
+            EventKind::ClockRateSet { rate_permille, .. } => {
+                let rate = *rate_permille as f64 / 1_000.0;
+                clock_mark(canvas, (x, y), &format!("{rate:.2}x"), Some(&title));
+            }
             _ => {}
         }
     }
+}
+
+/// A clock face on the lane, with what happened to the clock beside it.
+pub(super) fn clock_mark(
+    canvas: &mut Canvas,
+    (x, y): (f64, f64),
+    label: &str,
+    title: Option<&str>,
+) {
+    canvas.circle((x, y + 14.0), 4.5, "clock", title);
+    let hands = format!(
+        "M{},{}v-3M{},{}h2.5",
+        super::canvas::n(x),
+        super::canvas::n(y + 14.0),
+        super::canvas::n(x),
+        super::canvas::n(y + 14.0)
+    );
+    canvas.path(&hands, "clock", None);
+    canvas.text(x + 6.0, y + 25.0, "clocktext", label);
 }
 
 /// How a term ended, in a word (none for a term that never acquired: most
