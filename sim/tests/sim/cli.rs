@@ -71,6 +71,22 @@ fn bad_input_exits_2_naming_the_problem() {
         ),
         (&["run", "--pause", "2:100"], "expected 3 numbers"),
         (
+            &["run", "--clock-step", "1:500"],
+            "--clock-step \"1:500\": expected REPLICA:AT_MS:DELTA_MS",
+        ),
+        (
+            &["run", "--clock-step", "1:500:-abc"],
+            "\"-abc\" is not an integer",
+        ),
+        (
+            &["run", "--clock-step", "1:0:-99999999999"],
+            "--clock-step 1:0:-99999999999: -99999999999 is not within ±86400000 (events[0].delta_ms)",
+        ),
+        (
+            &["run", "--clock-rate", "1:0:50"],
+            "50 is not in 100..=10000 (events[0].rate_permille)",
+        ),
+        (
             &["run", "--hold-rows", "1:2"],
             "--hold-rows \"1:2\": expected 3 numbers",
         ),
