@@ -1,6 +1,7 @@
 //! Coverage probes for clocks that lie: steps and rates, a term that
-//! outlived a step, a guard that gave up because its clock jumped, and a
-//! renewal a slow clock sent after its lease expired.
+//! outlived a step, a guard that gave up because its clock jumped, a
+//! renewal a slow clock sent after its lease expired, and the database's
+//! clock stepped with a grant after it.
 
 use std::collections::BTreeMap;
 
@@ -25,7 +26,18 @@ pub(super) fn count(history: &History, hits: &mut BTreeMap<&'static str, u64>) {
         *hits.get_mut(name).expect("a listed probe") += 1;
     };
     let mut replicas: BTreeMap<u32, Seen> = BTreeMap::new();
+    let mut db_stepped = false;
     for event in &history.events {
+        match (&event.actor, &event.kind) {
+            (Actor::Db, EventKind::DbClockStepped { .. }) => {
+                hit("db-clock-stepped");
+                db_stepped = true;
+            }
+            (Actor::Lease, EventKind::Granted { .. }) if db_stepped => {
+                hit("grant-after-a-db-clock-step");
+            }
+            _ => {}
+        }
         let Actor::Replica(replica) = event.actor else {
             continue;
         };

@@ -1,13 +1,14 @@
-//! A replica's wall clock as its history tells it: the header's skew, then
-//! every step and rate change it recorded, so the checker can ask whether
-//! the clock read a value at some instant of an interval.
+//! A host's clock as a history tells it: a replica's wall clock (the
+//! header's skew, then every step and rate change it recorded) or the
+//! database's (every step it recorded), so the checker can ask what it
+//! read at an instant, or whether it read a value during an interval.
 
-use crate::model::EventKind;
+use crate::model::{Actor, EventKind, History};
 
 /// Piecewise: from each segment's start (true time) the clock reads its
 /// reading there plus the true time since, scaled by its rate.
 #[derive(Debug, Clone)]
-pub(super) struct ReplicaClock {
+pub(super) struct HostClock {
     segments: Vec<Segment>,
 }
 
@@ -30,7 +31,7 @@ impl Segment {
     }
 }
 
-impl ReplicaClock {
+impl HostClock {
     /// A clock `skew_ms` ahead of true time from the start.
     pub fn new(skew_ms: i64) -> Self {
         Self {
@@ -42,15 +43,40 @@ impl ReplicaClock {
         }
     }
 
-    /// Takes in one of the replica's events, at `at_ms`.
+    /// The database's clock over the whole of `history`.
+    pub fn of_database(history: &History) -> Self {
+        let mut clock = Self::new(0);
+        for event in &history.events {
+            if event.actor == Actor::Db {
+                clock.observe(event.at_ms, &event.kind);
+            }
+        }
+        clock
+    }
+
+    /// What the clock read at `at_ms` of the run's time (after any step at
+    /// that instant that it has observed).
+    pub fn reading_at(&self, at_ms: i64) -> i64 {
+        let segment = self
+            .segments
+            .iter()
+            .rev()
+            .find(|segment| segment.start_ms <= at_ms)
+            .unwrap_or(&self.segments[0]);
+        segment.reading_at(at_ms)
+    }
+
+    /// Takes in one of the host's events, at `at_ms`.
     pub fn observe(&mut self, at_ms: i64, kind: &EventKind) {
         let current = *self.segments.last().expect("a first segment");
         let next = match *kind {
-            EventKind::ClockStepped { to_ms, .. } => Segment {
-                start_ms: at_ms,
-                reading_ms: to_ms,
-                ..current
-            },
+            EventKind::ClockStepped { to_ms, .. } | EventKind::DbClockStepped { to_ms, .. } => {
+                Segment {
+                    start_ms: at_ms,
+                    reading_ms: to_ms,
+                    ..current
+                }
+            }
             EventKind::ClockRateSet {
                 rate_permille,
                 reading_ms,
@@ -89,12 +115,12 @@ impl ReplicaClock {
 
 #[cfg(test)]
 mod tests {
-    use super::ReplicaClock;
+    use super::HostClock;
     use crate::model::EventKind;
 
     #[test]
     fn steps_and_rates_map_readings_back_to_true_time() {
-        let mut clock = ReplicaClock::new(100);
+        let mut clock = HostClock::new(100);
         assert!(clock.read_within(150, 0, 50) && !clock.read_within(151, 0, 50));
         clock.observe(
             1_000,

@@ -174,6 +174,14 @@ pub const PROBES: &[(&str, &str)] = &[
         "renewal-sent-late-by-a-slow-clock",
         "a slow clock sent a renewal after its lease had expired",
     ),
+    (
+        "db-clock-stepped",
+        "the database's clock was stepped (a failover to another host's clock)",
+    ),
+    (
+        "grant-after-a-db-clock-step",
+        "a lease granted on the database's clock after it was stepped",
+    ),
 ];
 
 /// What is known about one call while the history is read.

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::Findings;
-use super::clocks::ReplicaClock;
+use super::clocks::HostClock;
 use crate::model::{
     Actor, Event, EventKind, Header, History, Invocation, LeaseRec, OpKind, Outcome,
 };
@@ -48,14 +48,17 @@ struct Incarnation {
 
 struct Walker<'a> {
     history: &'a History,
+    /// The database's clock over the run.
+    db_clock: &'a HostClock,
     replica: u32,
     now: Incarnation,
     /// The replica's wall clock so far: its skew, steps and rates.
-    clock: ReplicaClock,
+    clock: HostClock,
     found: &'a mut Findings,
 }
 
 pub(super) fn check(history: &History, found: &mut Findings) {
+    let db_clock = HostClock::of_database(history);
     for replica in 1..=history.header.replicas {
         let skew_ms = history
             .header
@@ -65,9 +68,10 @@ pub(super) fn check(history: &History, found: &mut Findings) {
             .unwrap_or(0);
         let mut walker = Walker {
             history,
+            db_clock: &db_clock,
             replica,
             now: Incarnation::default(),
-            clock: ReplicaClock::new(skew_ms),
+            clock: HostClock::new(skew_ms),
             found,
         };
         for (seq, event) in history.events.iter().enumerate() {
@@ -150,6 +154,7 @@ impl Walker<'_> {
                 let ctx = DeleteCtx {
                     header,
                     clock: &self.clock,
+                    db_clock: self.db_clock,
                     at_ms: event.at_ms,
                 };
                 check_delete(
@@ -347,7 +352,8 @@ fn check_renew(term: &mut Term, seq: usize, lease: &LeaseRec, found: &mut Findin
 
 struct DeleteCtx<'a> {
     header: &'a Header,
-    clock: &'a ReplicaClock,
+    clock: &'a HostClock,
+    db_clock: &'a HostClock,
     at_ms: i64,
 }
 
@@ -390,7 +396,9 @@ fn check_delete(
             // the clock (skewed, stepped, fast or slow) must have read it
             // between the grant and the first delete.
             let on_db_ms = older_than_ms + retention_ms;
-            let by_grant = (term.started_at_ms..=ctx.at_ms).contains(&on_db_ms);
+            let by_grant = ctx
+                .db_clock
+                .read_within(on_db_ms, term.started_at_ms, ctx.at_ms);
             if let Some(granted_ms) = term.granted_at_ms
                 && !by_grant
                 && !ctx.clock.read_within(on_db_ms, granted_ms, ctx.at_ms)

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use super::Findings;
-use crate::model::{EventKind, History, LeaseRec, Outcome, RowRec};
+use super::clocks::HostClock;
+use crate::model::{Actor, EventKind, History, LeaseRec, Outcome, RowRec};
 
 pub(super) fn check(history: &History, found: &mut Findings) {
     let mut holder: Option<(LeaseRec, usize)> = None;
@@ -23,8 +24,14 @@ pub(super) fn check(history: &History, found: &mut Findings) {
     let mut deleted_sparse: BTreeMap<u64, usize> = BTreeMap::new();
     let mut applied_by_call: BTreeMap<u64, (usize, u64)> = BTreeMap::new();
     let mut total_deleted = 0u64;
+    // The database's clock so far: events carry the run's time, leases and
+    // rows the database's.
+    let mut db_clock = HostClock::new(0);
 
     for (seq, event) in history.events.iter().enumerate() {
+        if event.actor == Actor::Db {
+            db_clock.observe(event.at_ms, &event.kind);
+        }
         match &event.kind {
             EventKind::Granted { lease, .. } => {
                 if let Some((token, at)) = last_grant
@@ -69,8 +76,10 @@ pub(super) fn check(history: &History, found: &mut Findings) {
                 older_than_ms,
                 rows,
             } => {
-                fence_held(&changes, (*token, *fenced_at_ms), seq, found);
-                retained(rows, event.at_ms, history.header.retention_ms, seq, found);
+                let fence = (*token, *fenced_at_ms, db_clock.reading_at(*fenced_at_ms));
+                fence_held(&changes, fence, seq, found);
+                let deleted_at_ms = db_clock.reading_at(event.at_ms);
+                retained(rows, deleted_at_ms, history.header.retention_ms, seq, found);
                 for row in rows {
                     if row.created_at_ms >= *older_than_ms {
                         let message = format!(
@@ -142,12 +151,14 @@ pub(super) fn check(history: &History, found: &mut Findings) {
     }
 }
 
-/// FEN-2 for a committed delete (event `seq`): when its fence was taken the
-/// lease was `token`'s and unexpired, and nothing changed the lease row
-/// between the fence and the commit (the fence's share lock forbids it).
+/// FEN-2 for a committed delete (event `seq`): when its fence was taken
+/// (`fenced_at_ms` on the run's time, `fence_clock_ms` on the database's
+/// clock) the lease was `token`'s and unexpired by that clock, and nothing
+/// changed the lease row between the fence and the commit (the fence's
+/// share lock forbids it).
 fn fence_held(
     changes: &[(i64, usize, Option<LeaseRec>)],
-    (token, fenced_at_ms): (u64, i64),
+    (token, fenced_at_ms, fence_clock_ms): (u64, i64, i64),
     seq: usize,
     found: &mut Findings,
 ) {
@@ -169,7 +180,7 @@ fn fence_held(
         .find(|(at_ms, ..)| *at_ms <= fenced_at_ms);
     match before {
         Some((_, at, Some(current)))
-            if current.token != token || fenced_at_ms >= current.expires_at_ms =>
+            if current.token != token || fence_clock_ms >= current.expires_at_ms =>
         {
             let message = format!(
                 "delete with token {token} fenced at {fenced_at_ms} ms while the lease was \

@@ -61,7 +61,10 @@ pub(super) struct Txn {
 #[derive(Debug, Clone)]
 pub(super) struct Running {
     pub session: SessionId,
+    /// When it started, on the run's time (its bounds count from here).
     pub started_ms: i64,
+    /// The database host's clock at its start: what its CTE read.
+    pub clock_ms: i64,
     pub kind: Kind,
     pub phase: Phase,
 }
@@ -122,6 +125,9 @@ pub struct Database {
     pub(super) bounds: Bounds,
     /// The synchronous standby acknowledges commits.
     pub(super) standby_answers: bool,
+    /// The database host's clock less the run's time: 0 until a failover
+    /// to a host whose clock differs steps it.
+    pub(super) clock_offset_ms: i64,
     /// Sessions the server terminated (idle in a transaction too long):
     /// their connections are closed, and nothing more runs on them.
     pub(super) ended_sessions: std::collections::BTreeSet<SessionId>,
@@ -141,6 +147,7 @@ impl Database {
             statements: BTreeMap::new(),
             bounds,
             standby_answers: true,
+            clock_offset_ms: 0,
             ended_sessions: std::collections::BTreeSet::new(),
             next_txn: 0,
             now_ms: i64::MIN,
@@ -161,6 +168,25 @@ impl Database {
     /// delete or the fence waits for.
     pub fn insert(&mut self, created_at_ms: i64) -> RowRec {
         self.records.insert(created_at_ms)
+    }
+
+    /// What the database host's clock (`retention_now_us()`) reads at
+    /// `now_ms` of the run's time.
+    pub fn clock_ms(&self, now_ms: i64) -> i64 {
+        now_ms.saturating_add(self.clock_offset_ms)
+    }
+
+    /// The database's clock jumps by `delta_ms` at `now_ms` (a failover to
+    /// a host whose clock differs, NTP stepping the host): statements read
+    /// the new clock from now on; rows' `created_at_ms` and the lease row's
+    /// `expires_at_ms` keep the values they were written with, and the
+    /// server's own timers (its bounds) are not moved. Returns the
+    /// readings before and after.
+    pub fn step_clock(&mut self, now_ms: i64, delta_ms: i64) -> ((i64, i64), Vec<Timed>) {
+        let out = self.advance_to(now_ms);
+        let before_ms = self.clock_ms(now_ms);
+        self.clock_offset_ms = self.clock_offset_ms.saturating_add(delta_ms);
+        ((before_ms, self.clock_ms(now_ms)), out)
     }
 
     /// Whether the server terminated `session` (its client sees the
@@ -239,6 +265,7 @@ impl Database {
         let running = Running {
             session,
             started_ms: now_ms,
+            clock_ms: self.clock_ms(now_ms),
             kind,
             phase,
         };

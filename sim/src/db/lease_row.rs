@@ -26,14 +26,15 @@ impl Database {
             emit(out, now_ms, Effect::Done { id, answer });
             return;
         }
-        if !self.locks_row(&statement, now_ms) {
+        let clock_ms = self.clock_ms(now_ms);
+        if !self.locks_row(&statement, clock_ms) {
             // Nothing matched in its snapshot: no lock, nothing written, so
             // no commit record to wait for.
-            let answer = judge(&mut self.lease.clone(), &statement, now_ms);
+            let answer = judge(&mut self.lease.clone(), &statement, clock_ms);
             let applied = Applied {
                 id,
                 statement,
-                started_ms: now_ms,
+                started_ms: clock_ms,
                 applied_ms: now_ms,
                 answer,
             };
@@ -199,11 +200,11 @@ impl Database {
             unreachable!("only lease statements update the row");
         };
         let mut table = self.lease.clone();
-        let answer = judge(&mut table, statement, running.started_ms);
+        let answer = judge(&mut table, statement, running.clock_ms);
         let applied = Applied {
             id,
             statement: statement.clone(),
-            started_ms: running.started_ms,
+            started_ms: running.clock_ms,
             applied_ms: now_ms,
             answer,
         };
@@ -222,7 +223,7 @@ impl Database {
         let Kind::Fence { txn, token } = running.kind else {
             unreachable!("a share request is a fence");
         };
-        let checked = self.lease.check_fence(token, running.started_ms);
+        let checked = self.lease.check_fence(token, running.clock_ms);
         // A fence that waited locked the row's newest version before its
         // re-check, and keeps that lock even when the re-check fails
         // (observed on PostgreSQL 15: the refused fence's transaction then

@@ -65,7 +65,7 @@ pub struct Applied {
     pub id: StatementId,
     /// The statement.
     pub statement: LeaseStatement,
-    /// The clock its CTE read, at statement start.
+    /// The database's clock its CTE read, at statement start.
     pub started_ms: i64,
     /// When it took the row (its commit may end later).
     pub applied_ms: i64,

@@ -187,6 +187,16 @@ pub enum FaultEvent {
         /// 1000 keeps time; 500 runs at half speed, 2000 at double.
         rate_permille: u64,
     },
+    /// The database's clock jumps by `delta_ms` at `at_ms` (a failover to a
+    /// standby whose host clock differs, NTP stepping the host): statements
+    /// read the new clock from then on; rows and the lease row keep the
+    /// times they were written with.
+    DbClockStep {
+        /// When the clock is stepped.
+        at_ms: u64,
+        /// By how much: positive forward, negative back.
+        delta_ms: i64,
+    },
     /// `callers` tasks call `stop()` the moment replica `replica` issues its
     /// `nth` call of `op`, so that stop races that call in flight.
     StopDuring {
@@ -212,7 +222,7 @@ impl FaultEvent {
             | Self::CallFault { replica, .. }
             | Self::ClockStep { replica, .. }
             | Self::ClockRate { replica, .. } => Some(*replica),
-            Self::HoldRows { .. } | Self::StallStandby { .. } => None,
+            Self::HoldRows { .. } | Self::StallStandby { .. } | Self::DbClockStep { .. } => None,
         }
     }
 
@@ -225,7 +235,8 @@ impl FaultEvent {
             | Self::HoldRows { at_ms, .. }
             | Self::StallStandby { at_ms, .. }
             | Self::ClockStep { at_ms, .. }
-            | Self::ClockRate { at_ms, .. } => Some(*at_ms),
+            | Self::ClockRate { at_ms, .. }
+            | Self::DbClockStep { at_ms, .. } => Some(*at_ms),
             Self::StopDuring { .. } | Self::CallFault { .. } => None,
         }
     }

@@ -25,11 +25,13 @@ pub enum EventFlag {
     ClockStep,
     /// `--clock-rate REPLICA:AT_MS:RATE_PERMILLE`.
     ClockRate,
+    /// `--db-clock-step AT_MS:DELTA_MS` (DELTA_MS may be negative).
+    DbClockStep,
 }
 
 impl EventFlag {
     /// Every event flag, in the order `sim run` adds their events.
-    pub const ALL: [EventFlag; 8] = [
+    pub const ALL: [EventFlag; 9] = [
         EventFlag::Pause,
         EventFlag::Crash,
         EventFlag::Stop,
@@ -38,6 +40,7 @@ impl EventFlag {
         EventFlag::StallStandby,
         EventFlag::ClockStep,
         EventFlag::ClockRate,
+        EventFlag::DbClockStep,
     ];
 
     /// The flag as typed, with its dashes.
@@ -51,6 +54,7 @@ impl EventFlag {
             EventFlag::StallStandby => "--stall-standby",
             EventFlag::ClockStep => "--clock-step",
             EventFlag::ClockRate => "--clock-rate",
+            EventFlag::DbClockStep => "--db-clock-step",
         }
     }
 
@@ -114,6 +118,18 @@ impl EventFlag {
                     at_ms,
                     delta_ms,
                 }
+            }
+            EventFlag::DbClockStep => {
+                let (at, delta) = text
+                    .split_once(':')
+                    .ok_or_else(|| format!("{flag} {text:?}: expected AT_MS:DELTA_MS"))?;
+                let [at_ms] = numbers(flag, at).map_err(|_| {
+                    format!("{flag} {text:?}: {at:?} is not a non-negative integer")
+                })?;
+                let delta_ms = delta
+                    .parse()
+                    .map_err(|_| format!("{flag} {text:?}: {delta:?} is not an integer"))?;
+                FaultEvent::DbClockStep { at_ms, delta_ms }
             }
             EventFlag::ClockRate => {
                 let [replica, at_ms, rate_permille] = numbers(flag, text)?;

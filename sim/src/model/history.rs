@@ -269,6 +269,14 @@ pub enum EventKind {
         /// The wall clock's reading at the change.
         reading_ms: i64,
     },
+    /// The database's clock was stepped: statements read `from_ms` before
+    /// and `to_ms` after.
+    DbClockStepped {
+        /// The reading just before the step.
+        from_ms: i64,
+        /// The reading just after.
+        to_ms: i64,
+    },
     /// The database's synchronous standby stopped answering for `for_ms`:
     /// commits that wrote something wait, holding their locks.
     StandbyStalled {

@@ -74,6 +74,7 @@ pub(super) fn wrong_actor(event: &Event) -> Option<&'static str> {
         | K::RowsFreed { .. }
         | K::StandbyStalled { .. }
         | K::StandbyResumed
+        | K::DbClockStepped { .. }
         | K::RolledBack { .. } => (|a| *a == Actor::Db, "the database"),
         K::LockWait { .. } | K::Aborted { .. } => (
             |a| matches!(a, Actor::Lease | Actor::Db),

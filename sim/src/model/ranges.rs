@@ -116,7 +116,8 @@ pub fn check_ranges(spec: &RunSpec) -> Result<(), SpecError> {
         })?;
     }
     for (index, event) in spec.events.iter().enumerate() {
-        if let FaultEvent::ClockStep { delta_ms, .. } = event
+        if let FaultEvent::ClockStep { delta_ms, .. } | FaultEvent::DbClockStep { delta_ms, .. } =
+            event
             && delta_ms.unsigned_abs() > DAY_MS
         {
             return Err(SpecError {
@@ -158,7 +159,7 @@ fn event_fields(event: &FaultEvent) -> Vec<(&'static str, u64, RangeInclusive<u6
         ],
         FaultEvent::StallStandby { for_ms, .. } => vec![("for_ms", *for_ms, ms)],
         // Signed: checked on its own above.
-        FaultEvent::ClockStep { .. } => vec![],
+        FaultEvent::ClockStep { .. } | FaultEvent::DbClockStep { .. } => vec![],
         FaultEvent::ClockRate { rate_permille, .. } => {
             vec![("rate_permille", *rate_permille, RATE_PERMILLE)]
         }

@@ -153,6 +153,9 @@ fn describe_event(event: &FaultEvent) -> String {
         FaultEvent::StallStandby { at_ms, for_ms } => {
             format!("the synchronous standby stops answering at {at_ms} ms for {for_ms} ms")
         }
+        FaultEvent::DbClockStep { at_ms, delta_ms } => {
+            format!("the database's clock stepped {delta_ms:+} ms at {at_ms} ms")
+        }
         FaultEvent::ClockStep {
             replica,
             at_ms,

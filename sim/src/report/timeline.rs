@@ -177,6 +177,14 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
                 to_ms - from_ms
             ),
         ),
+        K::DbClockStepped { from_ms, to_ms } => (
+            "CLOCK".into(),
+            None,
+            format!(
+                "the database's clock stepped {:+} ms: read {from_ms}, reads {to_ms}",
+                to_ms - from_ms
+            ),
+        ),
         K::ClockRateSet {
             rate_permille,
             reading_ms,

@@ -157,7 +157,9 @@ fn fold(mut event: FaultEvent, replicas: u32, duration_ms: u64) -> FaultEvent {
             *replica = (*replica - 1) % replicas + 1;
             *at_ms %= duration_ms;
         }
-        FaultEvent::HoldRows { at_ms, .. } | FaultEvent::StallStandby { at_ms, .. } => {
+        FaultEvent::HoldRows { at_ms, .. }
+        | FaultEvent::StallStandby { at_ms, .. }
+        | FaultEvent::DbClockStep { at_ms, .. } => {
             *at_ms %= duration_ms;
         }
         FaultEvent::StopDuring { replica, .. } | FaultEvent::CallFault { replica, .. } => {

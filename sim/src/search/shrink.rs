@@ -195,6 +195,12 @@ fn candidates(spec: &RunSpec) -> Vec<RunSpec> {
                 at_ms,
                 rate_permille: (rate_permille + 1_000) / 2,
             },
+            FaultEvent::DbClockStep { at_ms, delta_ms } if delta_ms.abs() > 1 => {
+                FaultEvent::DbClockStep {
+                    at_ms,
+                    delta_ms: delta_ms / 2,
+                }
+            }
             _ => continue,
         };
         let mut c = spec.clone();

@@ -37,6 +37,10 @@ pub(crate) async fn inject(
                 sleep_until(at_ms).await;
                 db.stall_standby(for_ms).await;
             }
+            FaultEvent::DbClockStep { at_ms, delta_ms } => {
+                sleep_until(at_ms).await;
+                db.step_clock(delta_ms);
+            }
             _ => {}
         }
         return;
@@ -103,7 +107,8 @@ pub(crate) async fn inject(
         FaultEvent::StopDuring { .. }
         | FaultEvent::CallFault { .. }
         | FaultEvent::HoldRows { .. }
-        | FaultEvent::StallStandby { .. } => {}
+        | FaultEvent::StallStandby { .. }
+        | FaultEvent::DbClockStep { .. } => {}
     }
 }
 

@@ -136,6 +136,10 @@ pub struct RunArgs {
     /// `R:AT_MS:RATE`.
     #[arg(long, value_name = "R:AT:RATE")]
     pub clock_rate: Vec<String>,
+    /// Steps the database's clock by DELTA ms (negative: back) at AT_MS, as
+    /// a failover to a host whose clock differs: `AT_MS:DELTA`.
+    #[arg(long, value_name = "AT:DELTA", allow_hyphen_values = true)]
+    pub db_clock_step: Vec<String>,
     /// Each commit that wrote something takes MIN..=MAX ms to be durable
     /// (flush and synchronous standby): `MIN:MAX` (default 0:0).
     #[arg(long, value_name = "MIN:MAX")]
@@ -291,6 +295,7 @@ pub fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
         &args.stall_standby,
         &args.clock_step,
         &args.clock_rate,
+        &args.db_clock_step,
     ]) {
         for text in texts {
             spec.events.push(flag.parse(text)?);

@@ -167,6 +167,21 @@ impl DbNode {
         self.with_db(|state| state.db.set_standby(now_ms, true));
     }
 
+    /// The database's clock jumps by `delta_ms` now (a failover to a host
+    /// whose clock differs).
+    pub fn step_clock(&self, delta_ms: i64) {
+        let now_ms = self.recorder.now_ms();
+        let mut readings = (0, 0);
+        self.with_db(|state| {
+            let (stepped, effects) = state.db.step_clock(now_ms, delta_ms);
+            readings = stepped;
+            effects
+        });
+        let (from_ms, to_ms) = readings;
+        let kind = EventKind::DbClockStepped { from_ms, to_ms };
+        self.recorder.record(Actor::Db, 0, kind);
+    }
+
     /// Another client locks the `rows` oldest records for `for_ms`, then
     /// ends its transaction.
     pub async fn hold_rows(&self, rows: u32, for_ms: u64) {

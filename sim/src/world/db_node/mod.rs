@@ -38,7 +38,8 @@ struct TxnInfo {
 struct Waiter {
     caller: Caller,
     op: OpKind,
-    /// When it arrived (a fence's judging instant).
+    /// When it arrived (a fence's judging instant), on the run's time: the
+    /// checker reads the database's clock from it, steps included.
     started_ms: i64,
     /// The fence's token, for its refusal.
     token: u64,
@@ -125,8 +126,10 @@ impl DbNode {
     pub fn insert_arrivals(&self, count: u32) {
         let now_ms = self.recorder.now_ms();
         let mut state = self.state.lock().expect("db state");
+        // Written with the database's clock, as `DEFAULT` would stamp them.
+        let created_at_ms = state.db.clock_ms(now_ms);
         for _ in 0..count {
-            state.db.insert(now_ms);
+            state.db.insert(created_at_ms);
         }
         self.inserted.fetch_add(u64::from(count), Ordering::Relaxed);
     }
