@@ -67,9 +67,11 @@ async fn fenced(records: &PgRecords, token: u64, batch: u32) -> f64 {
 async fn unfenced(pool: &Pool, batch: u32) -> f64 {
     let client = pool.get().await.unwrap();
     let statement = client.prepare(DELETE_OLDEST).await.unwrap();
-    let params = (ROWS_PER_ROUND + 1, i64::from(batch));
+    let params = (ROWS_PER_ROUND + 1, i64::from(batch), 0i64);
     rows_per_sec(batch, || async {
-        let rows = client.query(&statement, &[&params.0, &params.1]).await;
+        let rows = client
+            .query(&statement, &[&params.0, &params.1, &params.2])
+            .await;
         rows.unwrap().len() as u64
     })
     .await

@@ -75,10 +75,14 @@ pub(super) fn check(history: &History, found: &mut Findings) {
                 fenced_at_ms,
                 older_than_ms,
                 rows,
+                deleted_clock_ms,
             } => {
                 let fence = (*token, *fenced_at_ms, db_clock.reading_at(*fenced_at_ms));
                 fence_held(&changes, fence, seq, found);
-                let deleted_at_ms = db_clock.reading_at(event.at_ms);
+                // By the clock the DELETE read, as `now()` in a plain
+                // `DELETE ... WHERE created_at < now() - retention` would.
+                let deleted_at_ms =
+                    deleted_clock_ms.unwrap_or_else(|| db_clock.reading_at(event.at_ms));
                 retained(rows, deleted_at_ms, history.header.retention_ms, seq, found);
                 for row in rows {
                     if row.created_at_ms >= *older_than_ms {
@@ -203,8 +207,8 @@ fn fence_held(
     }
 }
 
-/// DATA-4: at its commit (`deleted_at_ms`, the database's clock, which
-/// also stamps every row), each deleted row was at least `retention_ms`
+/// DATA-4: when its `DELETE` ran (`deleted_at_ms`, the database's clock,
+/// which also stamps every row), each deleted row was at least `retention_ms`
 /// old. DATA-1 judges rows against the cutoff the worker chose; this judges
 /// the cutoff, whatever clock the worker took it from. One finding per
 /// delete, naming the youngest row.

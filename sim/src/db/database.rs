@@ -230,8 +230,15 @@ impl Database {
                 older_than_ms,
                 limit,
                 work_ms,
+                retention_ms,
             } => {
-                let work = (older_than_ms, limit, work_ms);
+                // `$3`: the retention again, on the clock this statement reads.
+                let by_own_clock = i64::try_from(retention_ms)
+                    .ok()
+                    .filter(|&ms| ms > 0)
+                    .map(|ms| self.clock_ms(now_ms).saturating_sub(ms));
+                let cutoff_ms = by_own_clock.map_or(older_than_ms, |own| own.min(older_than_ms));
+                let work = (cutoff_ms, limit, work_ms);
                 self.submit_delete(now_ms, id, session, txn, work, &mut out);
             }
             Request::Commit { txn, commit_ms } => {

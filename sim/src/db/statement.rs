@@ -105,6 +105,9 @@ pub enum Request {
         limit: u32,
         /// How long the statement works.
         work_ms: u64,
+        /// `$3`: rows must also be this old by the database's clock as the
+        /// statement reads it; 0 turns that bound off.
+        retention_ms: u64,
     },
     /// `COMMIT` of `txn`, durable after `commit_ms` (and the standby).
     Commit {

@@ -221,6 +221,10 @@ pub enum EventKind {
         older_than_ms: i64,
         /// The rows removed, oldest first.
         rows: Vec<RowRec>,
+        /// The database's clock as the `DELETE` statement read it, which
+        /// DATA-4 judges the rows' age by; absent, the clock at the commit.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deleted_clock_ms: Option<i64>,
     },
     /// The database refused call `call` under FEN-2.
     Fenced {

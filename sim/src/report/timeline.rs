@@ -124,6 +124,7 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
             fenced_at_ms,
             older_than_ms,
             rows,
+            ..
         } => {
             let span = match (rows.first(), rows.last()) {
                 (Some(first), Some(last)) => {

@@ -238,13 +238,11 @@ fn draw_events(seed: u64, replicas: u32, duration_ms: u64) -> Vec<FaultEvent> {
                 delta_ms: if rng.gen_bool(0.5) { size_ms } else { -size_ms },
             }
         }),
-        // Forward only, for now: a step back during a term breaks DATA-4
-        // (scenario known-bug-a-database-clock-stepped-back-mid-delete)
-        // until deletes are bounded by the database's own clock too.
         ("events.db_clock_step", 1, |rng, _, duration_ms| {
+            let size_ms = rng.gen_range(1..=6_000);
             FaultEvent::DbClockStep {
                 at_ms: rng.gen_range(0..duration_ms),
-                delta_ms: rng.gen_range(1..=6_000),
+                delta_ms: if rng.gen_bool(0.5) { size_ms } else { -size_ms },
             }
         }),
         ("events.clock_rate", 1, |rng, replicas, duration_ms| {

@@ -120,6 +120,7 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
             lock_ms: spec.lock_timeout_ms,
             idle_in_transaction_ms: spec.idle_in_transaction_timeout_ms,
         },
+        retention_ms: spec.worker.retention_ms,
     };
     let db = Arc::new(DbNode::new(
         spec.worker.lease_ttl_ms,

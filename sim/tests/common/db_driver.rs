@@ -153,6 +153,7 @@ impl Driver {
             older_than_ms,
             limit,
             work_ms,
+            retention_ms: 0,
         };
         self.send(now_ms, session, request)
     }

@@ -157,6 +157,47 @@ fn the_worker_traits_answer_as_the_contract_says() {
     });
 }
 
+/// The delete's second bound: with `retention_ms` set, a row younger than
+/// the retention by the database's own clock stays whatever the cutoff
+/// says (a cutoff fixed before the database's clock stepped back).
+#[test]
+fn a_delete_is_bounded_by_the_databases_own_clock_too() {
+    let server = TempServer::start();
+    runtime().block_on(async {
+        let pool = server.database("bounded", 2).await;
+        seed_rows(&pool, 5, 2).await;
+        let leases = PgLeaseService::new(pool.clone(), options());
+        let token = leases
+            .acquire("a")
+            .await
+            .unwrap()
+            .expect("granted")
+            .fencing_token;
+        let bounded = PgRecords::new(
+            pool.clone(),
+            PgOptions {
+                retention_ms: u64::try_from(DAY_MS).unwrap(),
+                ..options()
+            },
+        );
+        let cutoff_too_late = now_ms() + DAY_MS;
+        let deleted = bounded.delete_batch(cutoff_too_late, 100, token).await;
+        assert_eq!(
+            deleted.unwrap(),
+            5,
+            "only the rows a day old by the database's clock"
+        );
+        assert_eq!(rows_left(&pool).await, 2);
+        let unbounded = PgRecords::new(pool.clone(), options());
+        let deleted = unbounded.delete_batch(cutoff_too_late, 100, token).await;
+        assert_eq!(
+            deleted.unwrap(),
+            2,
+            "retention_ms 0: the cutoff alone decides"
+        );
+    });
+}
+
 #[test]
 fn failures_map_to_the_worker_error_kinds() {
     let server = TempServer::start();

@@ -150,7 +150,7 @@ impl Server {
             Step::Delete(c, cutoff, limit) => (
                 *c,
                 DELETE_OLDEST.into(),
-                vec![Param::Int(*cutoff), Param::Int(*limit)],
+                vec![Param::Int(*cutoff), Param::Int(*limit), Param::Int(0)],
             ),
             Step::Acquire(c, owner) => (
                 *c,

@@ -227,6 +227,7 @@ impl RecordsRepository for Port {
                             fenced_at_ms: applied.at_us.div_euclid(1_000) - epoch_ms,
                             older_than_ms: older_than_ms - epoch_ms,
                             rows,
+                            deleted_clock_ms: None,
                         };
                         let at_us = applied.value.deleted_at_us;
                         r.log.record_at(at_us, Actor::Db, term, kind);

@@ -147,9 +147,12 @@ impl Run {
         let pool = server.database("real_mode", 12).await;
         let log = Arc::new(Log::new());
         let initial_rows = seed_rows(&pool, log.epoch_ms).await;
+        // As the runner sets them: the retention enforced a second time
+        // on the database's clock.
         let options = PgOptions {
             lease_ttl_ms: LEASE_TTL_MS,
             call_timeout_ms: CALL_TIMEOUT_MS,
+            retention_ms: RETENTION_MS,
             ..PgOptions::default()
         };
         let shared = Shared {

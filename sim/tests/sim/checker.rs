@@ -130,6 +130,7 @@ impl Script {
                 fenced_at_ms: 10,
                 older_than_ms: -990,
                 rows: Self::rows(1, 200),
+                deleted_clock_ms: None,
             },
         );
         s.reply(1, 1, 2, OpKind::Delete, Outcome::Deleted(200));
@@ -173,6 +174,7 @@ impl Script {
                 fenced_at_ms: 1_020,
                 older_than_ms: -990,
                 rows: Self::rows(201, 37),
+                deleted_clock_ms: None,
             },
         );
         s.reply(1, 1, 4, OpKind::Delete, Outcome::Deleted(37));
@@ -448,6 +450,7 @@ fn fen_2_is_judged_at_the_fence_and_forbids_a_grant_before_the_commit() {
             fenced_at_ms,
             older_than_ms: -990,
             rows: Script::rows(1, 200),
+            deleted_clock_ms: None,
         };
         s.at(3_500).service(Actor::Db, 1, deleted);
         s.reply(1, 1, 2, OpKind::Delete, Outcome::Deleted(200));

@@ -43,6 +43,12 @@ pub struct PgOptions {
     /// that wait. Default 0: the worker's sessions do not wait for a
     /// standby (the runner checks the server, see [`PgOptions::commit_wait`]).
     pub commit_wait_ms_max: u64,
+    /// The worker's retention, enforced a second time by the delete itself
+    /// on the database's clock (see `DELETE_OLDEST`); 0 turns that bound
+    /// off. Default 0; the runner sets its `--retention-ms`. Set it to the
+    /// worker's `retention_ms`, never longer (a longer one holds back rows
+    /// the worker means to delete).
+    pub retention_ms: u64,
     /// TCP keepalive idle time, on the client's socket and the server's
     /// (`tcp_keepalives_idle`); probes follow every second, three of them.
     /// Default: a sixth of the TTL, at least 1 s (5 s).
@@ -79,6 +85,7 @@ impl PgOptions {
             lock_timeout_ms: sixth_ms,
             idle_in_transaction_timeout_ms: sixth_ms,
             commit_wait_ms_max: 0,
+            retention_ms: 0,
             keepalive_idle_ms: sixth_ms.max(1_000),
         }
     }

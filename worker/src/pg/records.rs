@@ -33,7 +33,12 @@ const FENCE_STATE: &str = "
     FROM retention_lease WHERE name = $1";
 
 /// The batch delete the fence guards: at most `$2` rows older than `$1`,
-/// oldest first, by primary key, returning `id, created_at_ms` and the
+/// and (unless `$3` is 0) older than `$3` ms by the database's own clock as
+/// the statement reads it, oldest first, by primary key. The second bound
+/// is what keeps DATA-4 when the database's clock steps back after the
+/// term's cutoff was fixed (a failover to a host whose clock is behind):
+/// each batch is judged by the clock the database reads when it runs.
+/// Returns `id, created_at_ms` and the
 /// database's clock as each row went (the last is the latest instant before
 /// `COMMIT` that the delete can report without another round trip). `SKIP
 /// LOCKED` keeps a delete from queueing behind rows another transaction (a
@@ -44,6 +49,7 @@ pub const DELETE_OLDEST: &str = "
     WHERE id IN (
         SELECT id FROM retention_records
         WHERE created_at_ms < $1
+          AND ($3::bigint = 0 OR created_at_ms < retention_now_us() / 1000 - $3::bigint)
         ORDER BY created_at_ms, id
         LIMIT $2
         FOR UPDATE SKIP LOCKED)
@@ -96,6 +102,7 @@ impl PgRecords {
     ) -> Result<Applied<FencedDelete>, CallError> {
         let token = to_sql_i64(fencing_token, "token")?;
         let limit = i64::from(limit);
+        let retention_ms = to_sql_i64(self.options.retention_ms, "retention")?;
         let name = self.options.lease_name.as_str();
         bounded(
             &self.pool,
@@ -129,7 +136,7 @@ impl PgRecords {
                     .await
                     .map_err(|e| db_error("delete: prepare", e))?;
                 let deleted = tx
-                    .query(&statement, &[&older_than_ms, &limit])
+                    .query(&statement, &[&older_than_ms, &limit, &retention_ms])
                     .await
                     .map_err(|e| db_error("delete", e))?;
                 tx.commit()

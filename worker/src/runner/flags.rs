@@ -155,6 +155,7 @@ impl RunnerConfig {
                 .unwrap_or(derived.idle_in_transaction_timeout_ms),
             keepalive_idle_ms: self.keepalive_idle_ms.unwrap_or(derived.keepalive_idle_ms),
             commit_wait_ms_max: self.commit_wait_ms_max,
+            retention_ms: self.retention_ms,
             ..derived
         }
     }
@@ -191,7 +192,12 @@ mod tests {
         let config = RunnerConfig::try_parse_from(["retention-worker", "--database-url", "x"])
             .expect("only the URL is required");
         assert_eq!(config.worker_config(), WorkerConfig::default());
-        assert_eq!(config.pg_options(), PgOptions::default());
+        // The adapter enforces the worker's retention a second time.
+        let with_retention = PgOptions {
+            retention_ms: WorkerConfig::default().retention_ms,
+            ..PgOptions::default()
+        };
+        assert_eq!(config.pg_options(), with_retention);
     }
 
     #[test]

@@ -103,8 +103,10 @@ impl DbNode {
     ) -> Result<u64, ServerError> {
         let key = (OpKind::Delete, Some(txn), 0);
         let build = |node: &Self, state: &mut State| {
+            let clock_ms = state.db.clock_ms(node.recorder.now_ms());
             if let Some(info) = state.txns.get_mut(&txn) {
                 info.older_than_ms = older_than_ms;
+                info.deleted_clock_ms = Some(clock_ms);
             }
             let work_ms = rand::Rng::gen_range(&mut state.work, node.timing.batch_ms.clone());
             Request::Delete {
@@ -112,6 +114,7 @@ impl DbNode {
                 older_than_ms,
                 limit,
                 work_ms,
+                retention_ms: node.timing.retention_ms,
             }
         };
         match self.run(caller, key, build).await {

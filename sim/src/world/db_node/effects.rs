@@ -50,6 +50,7 @@ pub(super) fn apply(state: &mut State, effects: Vec<Timed>, keep_rows: bool) -> 
                             token: 0,
                             fenced_at_ms: None,
                             older_than_ms: 0,
+                            deleted_clock_ms: None,
                         };
                         state.txns.insert(*txn, info);
                     }
@@ -79,6 +80,7 @@ pub(super) fn apply(state: &mut State, effects: Vec<Timed>, keep_rows: bool) -> 
                                 fenced_at_ms,
                                 older_than_ms: info.older_than_ms,
                                 rows: if keep_rows { rows.clone() } else { Vec::new() },
+                                deleted_clock_ms: info.deleted_clock_ms,
                             };
                             records.push((caller, Actor::Db, kind));
                         }

@@ -32,6 +32,8 @@ struct TxnInfo {
     /// passed.
     fenced_at_ms: Option<i64>,
     older_than_ms: i64,
+    /// The database's clock its `DELETE` read, once sent.
+    deleted_clock_ms: Option<i64>,
 }
 
 /// A statement the database has not answered yet.
@@ -69,6 +71,9 @@ pub(crate) struct DbTiming {
     pub commit_ms: RangeInclusive<u64>,
     /// The server-side bounds.
     pub bounds: Bounds,
+    /// The adapters' `PgOptions::retention_ms`, `$3` of every delete, as
+    /// the runner sets it: the worker's retention.
+    pub retention_ms: u64,
 }
 
 /// The database, shared by its node's handlers and the fault injector.
