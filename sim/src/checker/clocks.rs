@@ -92,8 +92,9 @@ impl HostClock {
 
     /// Whether the clock read `reading_ms` at some instant of
     /// `from_ms..=to_ms`. A clock that keeps true time is judged to the
-    /// millisecond; one running at another rate within a millisecond either
-    /// side, as its readings are rounded to whole milliseconds.
+    /// millisecond; one running at another rate within what a millisecond
+    /// of true time is worth on it, either side, as the history rounds
+    /// both to whole milliseconds.
     pub fn read_within(&self, reading_ms: i64, from_ms: i64, to_ms: i64) -> bool {
         if from_ms > to_ms {
             return false;
@@ -107,7 +108,11 @@ impl HostClock {
             if a > b {
                 return false;
             }
-            let slack = i64::from(!segment.keeps_time());
+            let slack = if segment.keeps_time() {
+                0
+            } else {
+                i64::try_from(segment.rate_permille.div_ceil(1_000)).unwrap_or(i64::MAX)
+            };
             (segment.reading_at(a) - slack..=segment.reading_at(b) + slack).contains(&reading_ms)
         })
     }

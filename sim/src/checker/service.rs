@@ -76,8 +76,11 @@ pub(super) fn check(history: &History, found: &mut Findings) {
                 older_than_ms,
                 rows,
                 deleted_clock_ms,
+                fenced_clock_ms,
             } => {
-                let fence = (*token, *fenced_at_ms, db_clock.reading_at(*fenced_at_ms));
+                let fence_clock_ms =
+                    fenced_clock_ms.unwrap_or_else(|| db_clock.reading_at(*fenced_at_ms));
+                let fence = (*token, *fenced_at_ms, fence_clock_ms);
                 fence_held(&changes, fence, seq, found);
                 // By the clock the DELETE read, as `now()` in a plain
                 // `DELETE ... WHERE created_at < now() - retention` would.

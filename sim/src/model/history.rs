@@ -225,6 +225,10 @@ pub enum EventKind {
         /// DATA-4 judges the rows' age by; absent, the clock at the commit.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         deleted_clock_ms: Option<i64>,
+        /// The database's clock as the fence read it, which FEN-2 judges
+        /// the lease's expiry by; absent, the clock at `fenced_at_ms`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fenced_clock_ms: Option<i64>,
     },
     /// The database refused call `call` under FEN-2.
     Fenced {

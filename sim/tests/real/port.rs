@@ -228,6 +228,7 @@ impl RecordsRepository for Port {
                             older_than_ms: older_than_ms - epoch_ms,
                             rows,
                             deleted_clock_ms: None,
+                            fenced_clock_ms: None,
                         };
                         let at_us = applied.value.deleted_at_us;
                         r.log.record_at(at_us, Actor::Db, term, kind);

@@ -131,6 +131,7 @@ impl Script {
                 older_than_ms: -990,
                 rows: Self::rows(1, 200),
                 deleted_clock_ms: None,
+                fenced_clock_ms: None,
             },
         );
         s.reply(1, 1, 2, OpKind::Delete, Outcome::Deleted(200));
@@ -175,6 +176,7 @@ impl Script {
                 older_than_ms: -990,
                 rows: Self::rows(201, 37),
                 deleted_clock_ms: None,
+                fenced_clock_ms: None,
             },
         );
         s.reply(1, 1, 4, OpKind::Delete, Outcome::Deleted(37));
@@ -451,6 +453,7 @@ fn fen_2_is_judged_at_the_fence_and_forbids_a_grant_before_the_commit() {
             older_than_ms: -990,
             rows: Script::rows(1, 200),
             deleted_clock_ms: None,
+            fenced_clock_ms: None,
         };
         s.at(3_500).service(Actor::Db, 1, deleted);
         s.reply(1, 1, 2, OpKind::Delete, Outcome::Deleted(200));

@@ -33,11 +33,13 @@ const FENCE_STATE: &str = "
     FROM retention_lease WHERE name = $1";
 
 /// The batch delete the fence guards: at most `$2` rows older than `$1`,
-/// and (unless `$3` is 0) older than `$3` ms by the database's own clock as
-/// the statement reads it, oldest first, by primary key. The second bound
-/// is what keeps DATA-4 when the database's clock steps back after the
-/// term's cutoff was fixed (a failover to a host whose clock is behind):
-/// each batch is judged by the clock the database reads when it runs.
+/// and (unless `$3` is 0) older than `$3` ms by the database's own clock,
+/// read once for the statement (an uncorrelated subquery), oldest first,
+/// by primary key. The second bound is what keeps DATA-4 when the
+/// database's clock steps back after the term's cutoff was fixed (a
+/// failover to a host whose clock is behind): each batch is judged by the
+/// clock the database reads when it runs. `LEAST` keeps the one bound the
+/// index on `created_at_ms` can use.
 /// Returns `id, created_at_ms` and the
 /// database's clock as each row went (the last is the latest instant before
 /// `COMMIT` that the delete can report without another round trip). `SKIP
@@ -48,8 +50,8 @@ pub const DELETE_OLDEST: &str = "
     DELETE FROM retention_records
     WHERE id IN (
         SELECT id FROM retention_records
-        WHERE created_at_ms < $1
-          AND ($3::bigint = 0 OR created_at_ms < retention_now_us() / 1000 - $3::bigint)
+        WHERE created_at_ms < LEAST($1, CASE WHEN $3::bigint = 0 THEN $1
+            ELSE (SELECT retention_now_us()) / 1000 - $3::bigint END)
         ORDER BY created_at_ms, id
         LIMIT $2
         FOR UPDATE SKIP LOCKED)

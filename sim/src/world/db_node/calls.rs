@@ -32,6 +32,7 @@ impl DbNode {
                 caller,
                 op,
                 started_ms,
+                clock_ms: state.db.clock_ms(started_ms),
                 token,
                 txn,
                 reply,

@@ -51,6 +51,7 @@ pub(super) fn apply(state: &mut State, effects: Vec<Timed>, keep_rows: bool) -> 
                             fenced_at_ms: None,
                             older_than_ms: 0,
                             deleted_clock_ms: None,
+                            fenced_clock_ms: None,
                         };
                         state.txns.insert(*txn, info);
                     }
@@ -61,6 +62,7 @@ pub(super) fn apply(state: &mut State, effects: Vec<Timed>, keep_rows: bool) -> 
                     Ok(Answer::Fence(Ok(()))) => {
                         let info = txn_of(state, waiter.txn);
                         info.fenced_at_ms = Some(waiter.started_ms);
+                        info.fenced_clock_ms = Some(waiter.clock_ms);
                         info.token = waiter.token;
                     }
                     Ok(Answer::Fence(Err(rejection))) => {
@@ -81,6 +83,7 @@ pub(super) fn apply(state: &mut State, effects: Vec<Timed>, keep_rows: bool) -> 
                                 older_than_ms: info.older_than_ms,
                                 rows: if keep_rows { rows.clone() } else { Vec::new() },
                                 deleted_clock_ms: info.deleted_clock_ms,
+                                fenced_clock_ms: info.fenced_clock_ms,
                             };
                             records.push((caller, Actor::Db, kind));
                         }

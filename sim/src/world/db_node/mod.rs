@@ -34,6 +34,8 @@ struct TxnInfo {
     older_than_ms: i64,
     /// The database's clock its `DELETE` read, once sent.
     deleted_clock_ms: Option<i64>,
+    /// The database's clock its fence read, once it passed.
+    fenced_clock_ms: Option<i64>,
 }
 
 /// A statement the database has not answered yet.
@@ -43,6 +45,8 @@ struct Waiter {
     /// When it arrived (a fence's judging instant), on the run's time: the
     /// checker reads the database's clock from it, steps included.
     started_ms: i64,
+    /// The database's clock then: what its CTE read.
+    clock_ms: i64,
     /// The fence's token, for its refusal.
     token: u64,
     /// The transaction it runs in.
@@ -131,7 +135,8 @@ impl DbNode {
     pub fn insert_arrivals(&self, count: u32) {
         let now_ms = self.recorder.now_ms();
         let mut state = self.state.lock().expect("db state");
-        // Written with the database's clock, as `DEFAULT` would stamp them.
+        // Stamped by the database's clock (the schema has no default: the
+        // application writes them; we assume it writes the database's now).
         let created_at_ms = state.db.clock_ms(now_ms);
         for _ in 0..count {
             state.db.insert(created_at_ms);
