@@ -92,9 +92,9 @@ impl HostClock {
 
     /// Whether the clock read `reading_ms` at some instant of
     /// `from_ms..=to_ms`. A clock that keeps true time is judged to the
-    /// millisecond; one running at another rate within what a millisecond
-    /// of true time is worth on it, either side, as the history rounds
-    /// both to whole milliseconds.
+    /// millisecond; one running at another rate within a few milliseconds
+    /// either side, as the history rounds its readings and instants to
+    /// whole milliseconds.
     pub fn read_within(&self, reading_ms: i64, from_ms: i64, to_ms: i64) -> bool {
         if from_ms > to_ms {
             return false;
@@ -108,10 +108,13 @@ impl HostClock {
             if a > b {
                 return false;
             }
+            // The history floors the reading at the segment's start and
+            // the instants to whole milliseconds; scaled by the rate, each
+            // loses up to a millisecond's worth.
             let slack = if segment.keeps_time() {
                 0
             } else {
-                i64::try_from(segment.rate_permille.div_ceil(1_000)).unwrap_or(i64::MAX)
+                2 + i64::try_from(segment.rate_permille.div_ceil(1_000)).unwrap_or(i64::MAX)
             };
             (segment.reading_at(a) - slack..=segment.reading_at(b) + slack).contains(&reading_ms)
         })
