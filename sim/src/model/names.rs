@@ -172,6 +172,13 @@ named! {
         /// `stop()` only sets a flag: no join, no release of a lease acquired
         /// after it, no release after a failed delete (finding 5).
         FlagOnlyStop => "flag-only-stop",
+        /// The reviewed design of the cutoff: taken from the worker's own
+        /// clock after the grant, and the delete bounded by nothing else (no
+        /// bound on the database's clock): a clock ahead of the database's,
+        /// skewed or stepped, deletes rows early. Not one of the five
+        /// findings: what CUT-1's choice of clock and the adapter's bound
+        /// exist to prevent.
+        OwnClockCutoff => "own-clock-cutoff",
     }
 }
 
@@ -186,6 +193,7 @@ impl Flaw {
             Self::FlagOnlyStop => &[
                 "STP-1", "STP-2", "STP-3", "STP-4", "STP-5", "STP-6", "REL-3",
             ],
+            Self::OwnClockCutoff => &["DATA-4"],
         }
     }
 }

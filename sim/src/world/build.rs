@@ -20,7 +20,7 @@ use super::services::database;
 use super::session::Kernel;
 use crate::calls::{CallLedger, FaultDraws};
 use crate::db::{Bounds, Records};
-use crate::model::{Actor, EventKind, FaultEvent, Header, History, RunSpec};
+use crate::model::{Actor, EventKind, FaultEvent, Flaw, Header, History, RunSpec};
 
 /// A fresh madsim runtime for `spec`: its seed, its network, and a time
 /// limit past which a run counts as stuck.
@@ -120,7 +120,14 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
             lock_ms: spec.lock_timeout_ms,
             idle_in_transaction_ms: spec.idle_in_transaction_timeout_ms,
         },
-        retention_ms: spec.worker.retention_ms,
+        // The runner's adapter bounds deletes by the database's clock too;
+        // the own-clock-cutoff flaw stands for the reviewed design, which
+        // had no such bound.
+        retention_ms: if spec.flaw == Some(Flaw::OwnClockCutoff) {
+            0
+        } else {
+            spec.worker.retention_ms
+        },
     };
     let db = Arc::new(DbNode::new(
         spec.worker.lease_ttl_ms,

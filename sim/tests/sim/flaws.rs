@@ -15,11 +15,10 @@ use retention_sim::{RunSpec, Sim, check};
 /// How many swarm seeds a flaw may take to show up.
 const SEED_BUDGET: u64 = 50;
 
-/// The largest shrunk plan accepted. Four flaws shrink to 0 or 1;
-/// overlapping renewals needs a renewal in flight across a whole interval,
-/// and the property search's first failing draw shrinks to 5 (a reply
-/// delay, a pause, a delay knob, a slow database, a second replica), each
-/// of which the shrinker finds necessary at that seed and its neighbours.
+/// The largest shrunk plan accepted. Every flaw shrinks to 0 or 1 today;
+/// overlapping renewals, which needs a renewal in flight across a whole
+/// interval, once shrank to 5 from a different first failing draw, so the
+/// bound leaves it that room.
 const SHRUNK_SIZE_MAX: usize = 5;
 
 fn violated(spec: &RunSpec) -> BTreeSet<&'static str> {

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use futures_util::future::{Either, join, select};
 use retention_worker::{
-    CallErrorKind, Jitter, Lease, LeaseService, RecordsRepository, SeededJitter, WorkerConfig,
+    CallErrorKind, Clock, Jitter, Lease, LeaseService, RecordsRepository, SeededJitter,
+    WorkerConfig,
 };
 use tokio::sync::Notify;
 
@@ -205,7 +206,11 @@ impl Variant {
         // grant; the moving-cutoff flaw takes it from each latest renewal.
         let granted_at_ms =
             |cell: &Mutex<Cell>| cell.lock().expect("cell").latest.granted_at_ms(ttl_ms);
-        let term_cutoff_ms = granted_at_ms(cell) - retention_ms;
+        let term_cutoff_ms = if self.has(Flaw::OwnClockCutoff) {
+            self.deps.clock.now_ms() - retention_ms
+        } else {
+            granted_at_ms(cell) - retention_ms
+        };
         let (mut rows, mut batches) = (0u64, 0u32);
         let outcome = loop {
             let token = {
