@@ -117,6 +117,22 @@ pub fn event() -> impl Strategy<Value = FaultEvent> {
                 }
             }
         ),
+        (replica.clone(), at.clone(), -6_000..=6_000i64).prop_map(|(replica, at_ms, delta_ms)| {
+            FaultEvent::ClockStep {
+                replica,
+                at_ms,
+                delta_ms,
+            }
+        }),
+        (replica.clone(), at.clone(), 500..=2_000u64).prop_map(
+            |(replica, at_ms, rate_permille)| FaultEvent::ClockRate {
+                replica,
+                at_ms,
+                rate_permille,
+            }
+        ),
+        (at.clone(), -6_000..=6_000i64)
+            .prop_map(|(at_ms, delta_ms)| FaultEvent::DbClockStep { at_ms, delta_ms }),
         (at.clone(), 100..5_000u64, 1..=400u32).prop_map(|(at_ms, for_ms, rows)| {
             FaultEvent::HoldRows {
                 at_ms,
