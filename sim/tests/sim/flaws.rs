@@ -15,7 +15,7 @@ use retention_sim::{RunSpec, Sim, check};
 /// How many swarm seeds a flaw may take to show up.
 const SEED_BUDGET: u64 = 50;
 
-/// The largest shrunk plan accepted. Every flaw shrinks to 0 or 1 today;
+/// The largest shrunk plan accepted. Every flaw shrinks to 2 or less today;
 /// overlapping renewals, which needs a renewal in flight across a whole
 /// interval, once shrank to 5 from a different first failing draw, so the
 /// bound leaves it that room.
