@@ -1,7 +1,9 @@
 //! Real-mode faults beyond the shared per-call draws: a process freeze (the
-//! gate) and the gated clock, and the count of database calls in flight.
+//! gate), the gated clock with its host's steps, and the count of database
+//! calls in flight.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use retention_worker::Clock;
@@ -41,13 +43,15 @@ impl Gate {
     }
 }
 
-/// The worker's clock: the wall clock, with timers frozen by the gate.
+/// The worker's clock: the wall clock plus its host's steps (the offset,
+/// shared across restarts as a host's clock is), with timers, on tokio's
+/// monotonic clock, untouched by the steps and frozen by the gate.
 #[derive(Clone)]
-pub struct GatedClock(pub Gate);
+pub struct GatedClock(pub Gate, pub Arc<AtomicI64>);
 
 impl Clock for GatedClock {
     fn now_ms(&self) -> i64 {
-        SystemClock.now_ms()
+        SystemClock.now_ms() + self.1.load(Ordering::SeqCst)
     }
 
     async fn sleep_ms(&self, duration_ms: u64) {

@@ -1,7 +1,8 @@
 //! Three worker replicas on tokio against PostgreSQL, with faults injected
 //! around the production adapters (latency, rejected calls, lost replies,
 //! revoked leases, late renewal replies, a pause past the TTL, a kill
-//! mid-term, `stop()` at random instants), recorded in the simulator's
+//! mid-term, `stop()` at random instants, a replica's wall clock stepped
+//! ahead and back), recorded in the simulator's
 //! history format and judged by the simulator's checker. Then the database
 //! itself is asked: nothing newer than a cutoff went, everything eligible
 //! did once the run drained.
@@ -91,6 +92,7 @@ fn three_replicas_on_postgresql_keep_every_clause_under_faults() {
             "ambiguous",
             "deletes",
             "grants",
+            "clock steps",
         ] {
             let happened = counts.get(fault).is_some_and(|n| *n > 0);
             assert!(happened, "seed {seed}: no {fault} in the run: {listed:?}");
@@ -154,6 +156,7 @@ fn summarise(history: &History) -> std::collections::BTreeMap<&'static str, u64>
             EventKind::StopCalled { .. } => "stop calls",
             EventKind::Paused { .. } => "paused",
             EventKind::Crashed => "crashed",
+            EventKind::ClockStepped { .. } => "clock steps",
             _ => continue,
         };
         *counts.entry(key).or_default() += 1;

@@ -33,6 +33,8 @@ pub struct Replica {
     pub calls: AtomicU32,
     /// The current process's freeze; a restarted process gets a fresh one.
     gate: Mutex<Gate>,
+    /// How far its host's wall clock has been stepped, in ms.
+    pub clock_offset_ms: Arc<std::sync::atomic::AtomicI64>,
     /// Between a granted acquire and the term's end.
     pub leading: AtomicBool,
     pub leases: PgLeaseService,
@@ -75,6 +77,7 @@ impl Replica {
             stop_callers: AtomicU32::new(0),
             calls: AtomicU32::new(0),
             gate: Mutex::new(Gate::new()),
+            clock_offset_ms: Arc::new(std::sync::atomic::AtomicI64::new(0)),
             leading: AtomicBool::new(false),
             leases: shared.leases.clone(),
             records: shared.records.clone(),
@@ -96,7 +99,7 @@ impl Replica {
             gate: gate.clone(),
         };
         let deps = Dependencies {
-            clock: GatedClock(gate),
+            clock: GatedClock(gate, self.clock_offset_ms.clone()),
             leases: port.clone(),
             records: port,
         };
@@ -113,6 +116,20 @@ impl Replica {
                 .await;
         });
         *self.running.lock().unwrap() = Some((worker, task));
+    }
+
+    /// Steps the host's wall clock by `delta_ms` (NTP, `date -s`): what the
+    /// worker reads as now jumps; its timers do not.
+    pub fn step_clock(&self, delta_ms: i64) {
+        let epoch_ms = self.log.epoch_ms;
+        let from_ms = crate::log::wall_us() / 1_000 + self.clock_offset_ms.load(Ordering::SeqCst);
+        self.clock_offset_ms.fetch_add(delta_ms, Ordering::SeqCst);
+        let to_ms = from_ms + delta_ms;
+        let kind = EventKind::ClockStepped {
+            from_ms: from_ms - epoch_ms,
+            to_ms: to_ms - epoch_ms,
+        };
+        self.record(kind);
     }
 
     /// Kills the process: its tasks are dropped wherever they are; calls

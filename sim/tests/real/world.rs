@@ -20,6 +20,8 @@ use test_support::TempServer;
 
 pub const REPLICAS: u32 = 3;
 const RETENTION_MS: u64 = 3_000;
+/// How far a replica's wall clock is stepped ahead (then twice that back).
+const CLOCK_STEP_MS: i64 = 1_200;
 const LEASE_TTL_MS: u64 = 1_500;
 const CALL_TIMEOUT_MS: u64 = 2_000;
 const PAUSE_MS: u64 = LEASE_TTL_MS + 700;
@@ -215,6 +217,15 @@ impl Run {
             tokio::time::sleep(Duration::from_millis(800)).await;
             victim.record_restart();
             victim.start(worker_config(), jitter_seed);
+        }));
+        // A host's wall clock stepped ahead, then back past where it was.
+        let (stepped, step_at_ms) = (plan.gen_range(0..REPLICAS), plan.gen_range(500..4_000));
+        let stepped = self.replicas[stepped as usize].clone();
+        schedule.push(tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(step_at_ms)).await;
+            stepped.step_clock(CLOCK_STEP_MS);
+            tokio::time::sleep(Duration::from_millis(1_500)).await;
+            stepped.step_clock(-2 * CLOCK_STEP_MS);
         }));
         for i in 0..2 {
             let victim = self.replicas[stop_victims[i] as usize].clone();
