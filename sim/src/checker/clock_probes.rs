@@ -27,6 +27,8 @@ pub(super) fn count(history: &History, hits: &mut BTreeMap<&'static str, u64>) {
     };
     let mut replicas: BTreeMap<u32, Seen> = BTreeMap::new();
     let mut db_stepped = false;
+    // Expiries are on the database's clock, events on the run's time.
+    let db_clock = super::clocks::HostClock::of_database(history);
     for event in &history.events {
         match (&event.actor, &event.kind) {
             (Actor::Db, EventKind::DbClockStepped { .. }) => {
@@ -62,7 +64,7 @@ pub(super) fn count(history: &History, hits: &mut BTreeMap<&'static str, u64>) {
                 }
                 Invocation::Renew { lease }
                     if (1..1_000).contains(&seen.rate_permille)
-                        && event.at_ms > lease.expires_at_ms =>
+                        && db_clock.reading_at(event.at_ms) > lease.expires_at_ms =>
                 {
                     hit("renewal-sent-late-by-a-slow-clock");
                 }
@@ -80,7 +82,8 @@ pub(super) fn count(history: &History, hits: &mut BTreeMap<&'static str, u64>) {
                         LossRec::ExpiredBeforeRenewal | LossRec::LeaseTooShort
                     )
                 );
-                let still_valid = seen.held_until_ms.is_some_and(|until| event.at_ms < until);
+                let now_ms = db_clock.reading_at(event.at_ms);
+                let still_valid = seen.held_until_ms.is_some_and(|until| now_ms < until);
                 if gave_up && still_valid && seen.stepped == Some(true) {
                     hit("guard-gave-up-after-a-step-forward");
                 }

@@ -200,6 +200,9 @@ pub fn coverage(history: &History) -> BTreeMap<&'static str, u64> {
         *hits.get_mut(name).expect("a listed probe") += 1;
     };
     let mut calls: BTreeMap<u64, Call> = BTreeMap::new();
+    // Expiries are on the database's clock, events on the run's time.
+    let db_clock = super::clocks::HostClock::of_database(history);
+    let db_ms = |at_ms: i64| db_clock.reading_at(at_ms);
     // The lease row's holder as granted: owner, token, expiry.
     let mut holder: Option<(String, u64, i64)> = None;
     let mut expiry_by_token: BTreeMap<u64, i64> = BTreeMap::new();
@@ -277,7 +280,7 @@ pub fn coverage(history: &History) -> BTreeMap<&'static str, u64> {
                     _ => {}
                 }
                 if let (OpKind::Renew, Invocation::Renew { lease }) = (op, &record.invocation)
-                    && event.at_ms > lease.expires_at_ms
+                    && db_ms(event.at_ms) > lease.expires_at_ms
                 {
                     hit("renewal-after-expiry");
                 }
@@ -327,7 +330,7 @@ pub fn coverage(history: &History) -> BTreeMap<&'static str, u64> {
             EventKind::Deleted { token, .. }
                 if expiry_by_token
                     .get(token)
-                    .is_some_and(|&expiry| event.at_ms >= expiry) =>
+                    .is_some_and(|&expiry| db_ms(event.at_ms) >= expiry) =>
             {
                 hit("delete-committed-after-expiry");
             }
@@ -376,11 +379,12 @@ pub fn coverage(history: &History) -> BTreeMap<&'static str, u64> {
                 }
             }
             EventKind::Paused { for_ms } => {
-                let until_ms = event.at_ms + i64::try_from(*for_ms).unwrap_or(i64::MAX);
+                let from_ms = db_ms(event.at_ms);
+                let until_ms = db_ms(event.at_ms + i64::try_from(*for_ms).unwrap_or(i64::MAX));
                 if let Some(replica) = replica
                     && held_until
                         .get(&replica)
-                        .is_some_and(|&expiry| expiry > event.at_ms && expiry < until_ms)
+                        .is_some_and(|&expiry| expiry > from_ms && expiry < until_ms)
                 {
                     hit("pause-outlived-the-lease");
                 }
