@@ -137,6 +137,7 @@ pub(super) fn check(history: &History, found: &mut Findings) {
                 rows_left,
                 rows_inserted,
                 stale_rows_left,
+                ..
             } => {
                 let expected =
                     (history.header.initial_rows + rows_inserted).checked_sub(total_deleted);

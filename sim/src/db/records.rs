@@ -47,6 +47,11 @@ impl Records {
         }
     }
 
+    /// The id the next inserted row gets.
+    pub fn next_id(&self) -> u64 {
+        self.next_id + 1
+    }
+
     /// Rows in the table, locked or not (a row deleted by an open
     /// transaction is still there until it commits).
     pub fn len(&self) -> usize {

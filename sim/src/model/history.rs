@@ -357,7 +357,16 @@ pub enum EventKind {
         /// Rows left that were older than the last cutoff any term could
         /// have used long enough ago to have been deleted by a healthy run.
         stale_rows_left: u64,
+        /// Rows deleted younger than the retention by the run's true time
+        /// (each was the full retention old by the database's clock, which
+        /// a step forward moved ahead of true time): what such a step cost.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        rows_early_by_true_time: u64,
     },
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 impl Outcome {

@@ -227,12 +227,24 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
             rows_left,
             rows_inserted,
             stale_rows_left,
-        } => (
-            "final".into(),
-            None,
-            format!(
-                "{rows_left} rows left ({rows_inserted} written during the run, {stale_rows_left} stale)"
-            ),
-        ),
+            rows_early_by_true_time,
+        } => {
+            let early = if *rows_early_by_true_time > 0 {
+                format!(
+                    "; {rows_early_by_true_time} deleted younger than the retention by true \
+                     time (the database's clock ahead of it)"
+                )
+            } else {
+                String::new()
+            };
+            (
+                "final".into(),
+                None,
+                format!(
+                    "{rows_left} rows left ({rows_inserted} written during the run, \
+                     {stale_rows_left} stale){early}"
+                ),
+            )
+        }
     }
 }

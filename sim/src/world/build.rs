@@ -262,6 +262,8 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
         )
     });
     let rows_inserted = db.inserted.load(Ordering::Relaxed);
+    let rows_early_by_true_time =
+        recorder.read(|events| db.rows_early_by_true_time(events, retention_ms));
     recorder.record(
         Actor::World,
         0,
@@ -269,6 +271,7 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
             rows_left,
             rows_inserted,
             stale_rows_left,
+            rows_early_by_true_time,
         },
     );
 

@@ -52,6 +52,11 @@ impl Recorder {
         self.events.lock().expect("recorder lock").push(event);
     }
 
+    /// Reads the events recorded so far.
+    pub fn read<T>(&self, read: impl FnOnce(&[Event]) -> T) -> T {
+        read(&self.events.lock().expect("recorder lock"))
+    }
+
     pub fn take(&self) -> Vec<Event> {
         std::mem::take(&mut *self.events.lock().expect("recorder lock"))
     }

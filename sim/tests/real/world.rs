@@ -314,6 +314,7 @@ impl Run {
                 rows_left,
                 rows_inserted,
                 stale_rows_left,
+                rows_early_by_true_time: 0,
             },
         });
         (history, rows_left, stale_rows_left)

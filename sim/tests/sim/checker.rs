@@ -200,6 +200,7 @@ impl Script {
                 rows_left: 263,
                 rows_inserted: 0,
                 stale_rows_left: 0,
+                rows_early_by_true_time: 0,
             },
         );
         s
@@ -606,6 +607,7 @@ fn stp_4_stop_racing_acquire_leaves_the_lease_held() {
                 rows_left: 500,
                 rows_inserted: 0,
                 stale_rows_left: 0,
+                rows_early_by_true_time: 0,
             }
         });
     assert_eq!(s.flagged(), vec!["STP-4"]);
@@ -726,6 +728,7 @@ fn live_1_a_fault_free_run_leaving_stale_rows() {
             rows_left: 263,
             rows_inserted: 0,
             stale_rows_left: 12,
+            rows_early_by_true_time: 0,
         }
     });
     assert_eq!(s.flagged(), vec!["LIVE-1"]);

@@ -176,11 +176,17 @@ impl DbNode {
     pub fn step_clock(&self, delta_ms: i64) {
         let now_ms = self.recorder.now_ms();
         let mut readings = (0, 0);
+        let mut era = (0, 0);
         self.with_db(|state| {
             let (stepped, effects) = state.db.step_clock(now_ms, delta_ms);
             readings = stepped;
+            era = (
+                state.db.records().next_id(),
+                state.db.clock_ms(now_ms) - now_ms,
+            );
             effects
         });
+        self.eras.lock().expect("eras").push(era);
         let (from_ms, to_ms) = readings;
         let kind = EventKind::DbClockStepped { from_ms, to_ms };
         self.recorder.record(Actor::Db, 0, kind);

@@ -21,7 +21,7 @@ mod turns;
 use super::recorder::Recorder;
 use super::wire::Caller;
 use crate::db::{Answer, Bounds, Database, Records, Refusal, StatementId, Timed, TxnId};
-use crate::model::OpKind;
+use crate::model::{Event, EventKind, OpKind};
 
 /// What a transaction's statements need to be recorded.
 #[derive(Debug, Clone, Copy)]
@@ -91,6 +91,9 @@ pub(crate) struct DbNode {
     pub inserted: AtomicU64,
     /// Connections opened so far.
     next_session: AtomicU64,
+    /// From which row id on rows were stamped with which offset of the
+    /// database's clock from true time (a step starts a new era).
+    eras: Mutex<Vec<(u64, i64)>>,
     /// Where each connection's stream of messages has got to.
     turns: Mutex<turns::Turns>,
     turn_moved: Notify,
@@ -121,6 +124,7 @@ impl DbNode {
             wake: Notify::new(),
             inserted: AtomicU64::new(0),
             next_session: AtomicU64::new(0),
+            eras: Mutex::new(Vec::new()),
             turns: Mutex::new(turns::Turns::default()),
             turn_moved: Notify::new(),
         }
@@ -142,6 +146,31 @@ impl DbNode {
             state.db.insert(created_at_ms);
         }
         self.inserted.fetch_add(u64::from(count), Ordering::Relaxed);
+    }
+
+    /// Rows the history says were deleted younger than `retention_ms` by
+    /// the run's true time: each row's true age at its commit, from its
+    /// stamp less the database clock's offset when it was written.
+    pub fn rows_early_by_true_time(&self, events: &[Event], retention_ms: i64) -> u64 {
+        let eras = self.eras.lock().expect("eras");
+        let offset_of = |id: u64| {
+            eras.iter()
+                .rev()
+                .find(|(first_id, _)| *first_id <= id)
+                .map_or(0, |(_, offset)| *offset)
+        };
+        let mut early = 0;
+        for event in events {
+            if let EventKind::Deleted { rows, .. } = &event.kind {
+                for row in rows {
+                    let written_ms = row.created_at_ms - offset_of(row.id);
+                    if event.at_ms - written_ms < retention_ms {
+                        early += 1;
+                    }
+                }
+            }
+        }
+        early
     }
 
     fn draw_commit_ms(&self, state: &mut State) -> u64 {
