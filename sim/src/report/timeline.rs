@@ -232,7 +232,7 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
             let early = if *rows_early_by_true_time > 0 {
                 format!(
                     "; {rows_early_by_true_time} deleted younger than the retention by true \
-                     time (the database's clock ahead of it)"
+                     time"
                 )
             } else {
                 String::new()
