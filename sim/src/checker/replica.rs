@@ -60,12 +60,7 @@ struct Walker<'a> {
 pub(super) fn check(history: &History, found: &mut Findings) {
     let db_clock = HostClock::of_database(history);
     for replica in 1..=history.header.replicas {
-        let skew_ms = history
-            .header
-            .skews_ms
-            .get(replica as usize - 1)
-            .copied()
-            .unwrap_or(0);
+        let skew_ms = history.header.skew_ms(replica);
         let mut walker = Walker {
             history,
             db_clock: &db_clock,

@@ -50,6 +50,17 @@ pub struct Header {
     pub lock_timeout_ms: u64,
 }
 
+impl Header {
+    /// Replica `replica`'s fixed clock skew (0 when the header names none).
+    pub fn skew_ms(&self, replica: u32) -> i64 {
+        let index = (replica as usize).checked_sub(1);
+        index
+            .and_then(|index| self.skews_ms.get(index))
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
 /// Who did something.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

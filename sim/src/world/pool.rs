@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use retention_worker::CallError;
 
 use super::session::{Kernel, Session};
-use super::wire::{Caller, ProtocolReq, RollbackReq, ServerError};
+use super::wire::{Caller, ProtocolReq, RollbackReq};
 use crate::calls::{Connection, RoundTrip, Sql};
 
 /// A connection and what its client has prepared on it.
@@ -129,17 +129,7 @@ impl Lent {
                 caller: self.caller,
                 trip: format!("{trip:?}"),
             };
-            self.session()
-                .call(request)
-                .await?
-                .map_err(|error| match error {
-                    ServerError::Closed(reason) => {
-                        CallError::ambiguous(format!("connection closed: {reason}"))
-                    }
-                    ServerError::Failed(reason) => {
-                        CallError::rejected(format!("database: {reason}"))
-                    }
-                })?;
+            self.session().call(request).await??;
         }
         Ok(())
     }

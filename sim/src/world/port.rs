@@ -101,7 +101,7 @@ impl SimPort {
             // The server failed the statement (a bound, a cancel): nothing
             // applied, as the adapter reports an error the server raised;
             // a connection the server closed is ambiguous.
-            answer.map_err(server_error)
+            answer.map_err(CallError::from)
         }
         .await;
         let answer = reply(answer, &faults).await;
@@ -124,15 +124,11 @@ impl SimPort {
         (older_than_ms, limit, token): (i64, u32, u64),
     ) -> Result<Result<u64, String>, CallError> {
         let caller = lent.caller();
-        let txn = lent
-            .session()
-            .call(BeginReq { caller })
-            .await?
-            .map_err(server_error)?;
+        let txn = lent.session().call(BeginReq { caller }).await??;
         lent.opened(txn);
         lent.prepare(Sql::Fence).await?;
         let fenced = lent.session().call(FenceReq { caller, txn, token }).await?;
-        if let Err(reason) = fenced.map_err(server_error)? {
+        if let Err(reason) = fenced? {
             // The adapter reads why; the model's fence already said.
             lent.run_protocol(Sql::FenceState).await?;
             return Ok(Err(reason));
@@ -144,11 +140,11 @@ impl SimPort {
             older_than_ms,
             limit,
         };
-        lent.session().call(request).await?.map_err(server_error)?;
+        lent.session().call(request).await??;
         // As tokio-postgres: once COMMIT is sent, no ROLLBACK follows it.
         lent.closed();
         let committed = lent.session().call(CommitReq { caller, txn }).await?;
-        match committed.map_err(server_error)? {
+        match committed? {
             Committed::Rows(rows) => Ok(Ok(rows)),
             // tokio-postgres reports this as success: the adapter must never
             // send COMMIT after a statement of the transaction failed, and
@@ -175,15 +171,6 @@ async fn reply<T>(answer: Result<T, CallError>, faults: &CallFaults) -> Result<T
 
 fn is_ambiguous<T>(answer: &Result<T, CallError>) -> bool {
     matches!(answer, Err(error) if error.kind == CallErrorKind::Ambiguous)
-}
-
-/// As the adapter maps them: an error the server raised applied nothing;
-/// a session the server ended closed the connection under the client.
-fn server_error(error: ServerError) -> CallError {
-    match error {
-        ServerError::Failed(reason) => CallError::rejected(format!("database: {reason}")),
-        ServerError::Closed(reason) => CallError::ambiguous(format!("connection closed: {reason}")),
-    }
 }
 
 async fn sleep_ms(ms: u64) {

@@ -62,6 +62,18 @@ pub(crate) enum ServerError {
     Closed(String),
 }
 
+impl From<ServerError> for retention_worker::CallError {
+    /// As the adapter maps them: an error the server raised applied
+    /// nothing; a session the server ended closed the connection under the
+    /// client, and what it ran may have applied.
+    fn from(error: ServerError) -> Self {
+        match error {
+            ServerError::Failed(reason) => Self::rejected(format!("database: {reason}")),
+            ServerError::Closed(reason) => Self::ambiguous(format!("connection closed: {reason}")),
+        }
+    }
+}
+
 // Lease statements fail (`Err`) by a server-side bound or a cancel, or
 // find their session ended by the server.
 request!(AcquireReq { owner: String } -> Result<Option<LeaseRec>, ServerError>, 0x5e_a1);

@@ -135,15 +135,8 @@ impl TempServer {
     /// Creates database `name`, applies the shipped migrations, and returns a
     /// pool of `pool_size` connections to it.
     pub async fn database(&self, name: &str, pool_size: usize) -> Pool {
-        let admin =
-            connect_pool(&self.url("postgres"), 1, &PgOptions::default()).expect("admin pool");
-        admin
-            .get()
-            .await
-            .expect("connect to the test server")
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .await
-            .expect("create a test database");
+        self.admin(&format!("CREATE DATABASE {name}"), "create a test database")
+            .await;
         let pool = connect_pool(&self.url(name), pool_size, &PgOptions::default()).expect("pool");
         migrate(&pool).await.expect("migrate a fresh database");
         pool
@@ -154,18 +147,11 @@ impl TempServer {
     /// `password`, created here. Returns a URL for database `name` with
     /// those credentials.
     pub async fn require_passwords(&self, name: &str, user: &str, password: &str) -> String {
-        let admin =
-            connect_pool(&self.url("postgres"), 1, &PgOptions::default()).expect("admin pool");
-        admin
-            .get()
-            .await
-            .expect("connect to the test server")
-            .batch_execute(&format!(
-                "SET password_encryption = 'scram-sha-256'; \
-                 CREATE ROLE {user} LOGIN SUPERUSER PASSWORD '{password}'"
-            ))
-            .await
-            .expect("create a role with a password");
+        let role = format!(
+            "SET password_encryption = 'scram-sha-256'; \
+             CREATE ROLE {user} LOGIN SUPERUSER PASSWORD '{password}'"
+        );
+        self.admin(&role, "create a role with a password").await;
         let hba = self.dir.join("data").join("pg_hba.conf");
         std::fs::write(
             &hba,
@@ -191,6 +177,20 @@ impl TempServer {
             "postgres://{user}:{password}@127.0.0.1:{}/{name}",
             self.port
         )
+    }
+
+    /// Runs `sql` as the superuser on the `postgres` database; `what` names
+    /// it if it fails.
+    async fn admin(&self, sql: &str, what: &str) {
+        let admin =
+            connect_pool(&self.url("postgres"), 1, &PgOptions::default()).expect("admin pool");
+        admin
+            .get()
+            .await
+            .expect("connect to the test server")
+            .batch_execute(sql)
+            .await
+            .unwrap_or_else(|error| panic!("{what}: {error}"));
     }
 
     fn run(&self, tool: &str, args: &[&str]) {

@@ -100,12 +100,7 @@ pub fn backgrounds(canvas: &mut Canvas, history: &History, scale: &Scale, layout
             canvas.rect((0.0, y, width, REPLICA_LANE), "band", None);
         }
         canvas.text(8.0, y + 16.0, "lane", &format!("r{n}"));
-        let skew = history
-            .header
-            .skews_ms
-            .get(n as usize - 1)
-            .copied()
-            .unwrap_or(0);
+        let skew = history.header.skew_ms(n);
         if skew != 0 {
             canvas.text(8.0, y + 30.0, "small", &format!("clock {skew:+} ms"));
         }
