@@ -5,7 +5,8 @@
 //! adapters' `Applied::at_us`), so sorting by time orders them as the
 //! database's locks did; calls carry the same machine's wall clock when
 //! issued and answered, so each effect falls between its call's invoke and
-//! return.
+//! return. The database's clock is the wall clock plus the offset its
+//! steps (`db_clock.rs`) put in, which the log takes back out.
 
 use std::sync::Mutex;
 
@@ -26,14 +27,76 @@ pub struct Log {
     /// millisecond expiries compare exactly.
     pub epoch_ms: i64,
     entries: Mutex<Vec<(i64, Event)>>,
+    /// The database clock's offsets from the wall clock, each with the
+    /// wall-clock microsecond it took effect at, oldest first.
+    db_offsets_us: Mutex<Vec<(i64, i64)>>,
 }
+
+/// The longest a database reading can precede its recording: a call's
+/// bound in real mode, with room to spare.
+const READING_AGE_US_MAX: i64 = 3_000_000;
 
 impl Log {
     pub fn new() -> Self {
         Self {
             epoch_ms: wall_us() / 1_000,
             entries: Mutex::new(Vec::new()),
+            db_offsets_us: Mutex::new(vec![(i64::MIN, 0)]),
         }
+    }
+
+    /// The database's clock was stepped by `delta_ms` at wall-clock
+    /// `at_us` (a whole millisecond): recorded as `DbClockStepped`.
+    pub fn db_clock_stepped(&self, at_us: i64, delta_ms: i64) {
+        let mut offsets = self.db_offsets_us.lock().unwrap();
+        let before_us = offsets.last().expect("a first offset").1;
+        let after_us = before_us + delta_ms * 1_000;
+        offsets.push((at_us, after_us));
+        drop(offsets);
+        let at_ms = at_us.div_euclid(1_000) - self.epoch_ms;
+        let kind = EventKind::DbClockStepped {
+            from_ms: at_ms + before_us / 1_000,
+            to_ms: at_ms + after_us / 1_000,
+        };
+        self.record_at(at_us, Actor::Db, 0, kind);
+    }
+
+    /// The wall-clock instant at which the database's clock read
+    /// `reading_us`, a reading taken moments ago. After a step back two
+    /// instants read the same; the later one that is not in the future is
+    /// it, as a call is far shorter than any step.
+    pub fn db_to_wall_us(&self, reading_us: i64) -> i64 {
+        let offsets = self.db_offsets_us.lock().unwrap();
+        let now_us = wall_us();
+        let found = offsets
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(i, &(from_us, offset_us))| {
+                let at_us = reading_us - offset_us;
+                let until_us = offsets.get(i + 1).map_or(i64::MAX, |next| next.0);
+                (from_us <= at_us && at_us < until_us && at_us <= now_us + 1_000).then_some(at_us)
+            });
+        let at_us = found.unwrap_or_else(|| {
+            panic!("the database's clock read {reading_us} us at no instant so far: {offsets:?}")
+        });
+        assert!(
+            at_us >= now_us - READING_AGE_US_MAX,
+            "a database reading of {reading_us} us is older than any call: {offsets:?}"
+        );
+        at_us
+    }
+
+    /// Records an effect the database decided when its clock read
+    /// `reading_us`.
+    pub fn record_db(&self, reading_us: i64, actor: Actor, term: u32, kind: EventKind) {
+        self.record_at(self.db_to_wall_us(reading_us), actor, term, kind);
+    }
+
+    /// The database's clock as the history counts it (ms since the run's
+    /// epoch).
+    pub fn db_ms(&self, reading_us: i64) -> i64 {
+        reading_us.div_euclid(1_000) - self.epoch_ms
     }
 
     pub fn record_at(&self, at_us: i64, actor: Actor, term: u32, kind: EventKind) {

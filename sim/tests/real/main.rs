@@ -12,11 +12,12 @@
 //! `world.rs` its run and phases, `replica.rs` a replica's lifecycle,
 //! `port.rs` the recording, faulty view of the adapters, `faults.rs` the
 //! freeze (fault draws are `retention_sim::calls`), `log.rs` the history
-//! log.
+//! log, `db_clock.rs` the steppable database clock and deletion audit.
 
 mod adapters;
 mod commit_wait;
 mod concurrent;
+mod db_clock;
 #[path = "../common/db_driver.rs"]
 mod db_driver;
 mod differential;

@@ -89,7 +89,7 @@ fn record_grant(
     match got {
         Some(applied) => {
             let lease = r.log.lease(&applied.value);
-            r.log.record_at(
+            r.log.record_db(
                 applied.at_us,
                 Actor::Lease,
                 term,
@@ -137,7 +137,7 @@ impl LeaseService for Port {
                     match r.leases.release_applied(&sent).await? {
                         Some(at_us) => {
                             let lease = r.log.lease(&sent);
-                            r.log.record_at(
+                            r.log.record_db(
                                 at_us,
                                 Actor::Lease,
                                 term,
@@ -181,7 +181,7 @@ impl LeaseService for Port {
                     cleared: cleared.is_some(),
                 };
                 match cleared {
-                    Some(at_us) => r.log.record_at(at_us, Actor::Lease, term, kind),
+                    Some(at_us) => r.log.record_db(at_us, Actor::Lease, term, kind),
                     None => r.log.record(Actor::Lease, term, kind),
                 }
                 Ok(())
@@ -221,17 +221,21 @@ impl RecordsRepository for Port {
                         // Stamped with the database's clock at the delete,
                         // just before COMMIT: lease changes it waited out
                         // sort after it, as the checker's FEN-2 expects.
+                        // No clock step lands inside the transaction
+                        // (`db_clock::step`), so the last row's reading is
+                        // the clock the statement read too.
+                        let deleted_us = applied.value.deleted_at_us;
                         let kind = EventKind::Deleted {
                             call,
                             token,
-                            fenced_at_ms: applied.at_us.div_euclid(1_000) - epoch_ms,
+                            fenced_at_ms: r.log.db_to_wall_us(applied.at_us).div_euclid(1_000)
+                                - epoch_ms,
                             older_than_ms: older_than_ms - epoch_ms,
                             rows,
-                            deleted_clock_ms: None,
-                            fenced_clock_ms: None,
+                            deleted_clock_ms: Some(r.log.db_ms(deleted_us)),
+                            fenced_clock_ms: Some(r.log.db_ms(applied.at_us)),
                         };
-                        let at_us = applied.value.deleted_at_us;
-                        r.log.record_at(at_us, Actor::Db, term, kind);
+                        r.log.record_db(deleted_us, Actor::Db, term, kind);
                         Ok(count)
                     }
                     Err(error) if error.kind == CallErrorKind::Fenced => {

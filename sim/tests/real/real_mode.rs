@@ -2,10 +2,12 @@
 //! around the production adapters (latency, rejected calls, lost replies,
 //! revoked leases, late renewal replies, a pause past the TTL, a kill
 //! mid-term, `stop()` at random instants, a replica's wall clock stepped
-//! ahead and back), recorded in the simulator's
-//! history format and judged by the simulator's checker. Then the database
-//! itself is asked: nothing newer than a cutoff went, everything eligible
-//! did once the run drained.
+//! ahead and back, the database's clock stepped ahead and back as at two
+//! failovers), recorded in the simulator's history format and judged by the
+//! simulator's checker. Then the database itself is asked: nothing newer
+//! than a cutoff went, everything eligible did once the run drained, and
+//! its audit of every delete holds no row younger than the retention by
+//! its own clock.
 //!
 //! The seed (`REAL_MODE_SEED`, default 1) fixes the fault draws and the
 //! schedule of pauses, kills and stops; database and network timing are
@@ -47,7 +49,11 @@ fn three_replicas_on_postgresql_keep_every_clause_under_faults() {
         let mut plan = ChaCha8Rng::seed_from_u64(seed);
         let run = Run::start(&server, seed, &mut plan).await;
         let arrivals_done = Arc::new(AtomicBool::new(false));
-        let inserter = tokio::spawn(insert_arrivals(run.pool.clone(), arrivals_done.clone()));
+        let inserter = tokio::spawn(insert_arrivals(
+            run.pool.clone(),
+            run.log.clone(),
+            arrivals_done.clone(),
+        ));
         let schedule = run.schedule_faults(&mut plan);
         tokio::time::sleep(Duration::from_millis(FAULTY_MS)).await;
         for task in schedule {
@@ -64,24 +70,40 @@ fn three_replicas_on_postgresql_keep_every_clause_under_faults() {
             replica.stop(1).await;
         }
         run.shared.in_flight.drained().await;
-        let (history, rows_left, stale_rows_left) = run.finish(arrived.len() as u64).await;
+        let tally = run.finish(&arrived).await;
+        let history = &tally.history;
 
-        judge(&history, seed);
+        judge(history, seed);
         // The database's own account of the drain.
-        assert_eq!(stale_rows_left, 0, "eligible rows left after the drain");
         assert_eq!(
-            rows_left, 0,
+            tally.stale_rows_left, 0,
+            "eligible rows left after the drain"
+        );
+        assert_eq!(
+            tally.rows_left, 0,
             "every row written was older than the last completed cutoff"
         );
-        let counts = summarise(&history);
+        // And of every row it deleted, each judged by the database's own
+        // clock as it went (DATA-4, asked of the database and not of the
+        // history).
+        let audit = &tally.audit;
+        assert_eq!(
+            audit.early_by_database_clock, 0,
+            "seed {seed}: rows deleted younger than the retention by the database's clock"
+        );
+        assert_eq!(audit.deleted, run.initial_rows + arrived.len() as u64);
+        let counts = summarise(history);
         let listed: Vec<String> = counts.iter().map(|(key, n)| format!("{key} {n}")).collect();
         println!(
             "real mode, seed {seed}: {REPLICAS} replicas, {} rows at the start + {} arrivals; {}; \
-             checker: 0 violations over {} events",
+             checker: 0 violations over {} events; the database's audit: {} rows deleted, \
+             0 early by its own clock, {} early by true time",
             run.initial_rows,
             arrived.len(),
             listed.join(", "),
-            history.events.len()
+            history.events.len(),
+            audit.deleted,
+            audit.early_by_true_time,
         );
         // A run that dodged the faults proves little: each must have happened.
         for fault in [
@@ -93,6 +115,7 @@ fn three_replicas_on_postgresql_keep_every_clause_under_faults() {
             "deletes",
             "grants",
             "clock steps",
+            "database clock steps",
         ] {
             let happened = counts.get(fault).is_some_and(|n| *n > 0);
             assert!(happened, "seed {seed}: no {fault} in the run: {listed:?}");
@@ -157,6 +180,7 @@ fn summarise(history: &History) -> std::collections::BTreeMap<&'static str, u64>
             EventKind::Paused { .. } => "paused",
             EventKind::Crashed => "crashed",
             EventKind::ClockStepped { .. } => "clock steps",
+            EventKind::DbClockStepped { .. } => "database clock steps",
             _ => continue,
         };
         *counts.entry(key).or_default() += 1;

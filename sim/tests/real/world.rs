@@ -22,6 +22,10 @@ pub const REPLICAS: u32 = 3;
 const RETENTION_MS: u64 = 3_000;
 /// How far a replica's wall clock is stepped ahead (then twice that back).
 const CLOCK_STEP_MS: i64 = 1_200;
+/// How far the database's clock is stepped ahead at a failover (past the
+/// TTL: every lease expires at once), then back at a second one (twice
+/// that: leases last longer, and rows must wait on the new clock).
+const DB_CLOCK_STEP_MS: i64 = 2_000;
 const LEASE_TTL_MS: u64 = 1_500;
 const CALL_TIMEOUT_MS: u64 = 2_000;
 const PAUSE_MS: u64 = LEASE_TTL_MS + 700;
@@ -87,21 +91,36 @@ async fn seed_rows(pool: &Pool, start_ms: i64) -> u64 {
     u64::try_from(BACKLOG_ROWS + BOUNDARY_ROWS).unwrap()
 }
 
-/// Writes a row at "now" every `1/ARRIVALS_PER_SEC` s until told to stop;
-/// returns every row's `created_at_ms`.
-pub async fn insert_arrivals(pool: Pool, until: Arc<AtomicBool>) -> Vec<i64> {
+/// A row written during the run.
+pub struct Arrival {
+    pub id: i64,
+    /// Stamped by the database's clock, as a column default would.
+    pub created_at_ms: i64,
+    /// The wall clock's instant of the write (ms since the Unix epoch).
+    pub written_true_ms: i64,
+}
+
+/// Writes a row at the database's "now" every `1/ARRIVALS_PER_SEC` s until
+/// told to stop; returns every row written.
+pub async fn insert_arrivals(pool: Pool, log: Arc<Log>, until: Arc<AtomicBool>) -> Vec<Arrival> {
     let client = pool.get().await.unwrap();
     let mut written = Vec::new();
     while !until.load(Ordering::SeqCst) {
-        let at_ms = now_ms();
-        client
-            .execute(
-                "INSERT INTO retention_records (created_at_ms) VALUES ($1)",
-                &[&at_ms],
+        let row = client
+            .query_one(
+                "INSERT INTO retention_records (created_at_ms)
+                 VALUES (retention_now_us() / 1000) RETURNING id, created_at_ms",
+                &[],
             )
             .await
             .unwrap();
-        written.push(at_ms);
+        let (id, created_at_ms): (i64, i64) = (row.get(0), row.get(1));
+        let written_true_ms = log.db_to_wall_us(created_at_ms * 1_000).div_euclid(1_000);
+        written.push(Arrival {
+            id,
+            created_at_ms,
+            written_true_ms,
+        });
         tokio::time::sleep(Duration::from_millis(1_000 / ARRIVALS_PER_SEC)).await;
     }
     written
@@ -147,6 +166,7 @@ impl Run {
     /// A migrated database with its rows, and three replicas serving.
     pub async fn start(server: &TempServer, seed: u64, plan: &mut ChaCha8Rng) -> Self {
         let pool = server.database("real_mode", 12).await;
+        crate::db_clock::install(&pool).await;
         let log = Arc::new(Log::new());
         let initial_rows = seed_rows(&pool, log.epoch_ms).await;
         // As the runner sets them: the retention enforced a second time
@@ -240,13 +260,23 @@ impl Run {
                 victim.start(worker_config(), jitter_seed);
             }));
         }
+        // Failovers to database hosts whose clocks differ: one ahead, then
+        // one behind where the first host's clock would have been.
+        let db_step_at_ms = plan.gen_range(1_000..4_000);
+        let (pool, log) = (self.pool.clone(), self.log.clone());
+        schedule.push(tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(db_step_at_ms)).await;
+            crate::db_clock::step(&pool, &log, DB_CLOCK_STEP_MS).await;
+            tokio::time::sleep(Duration::from_millis(2_000)).await;
+            crate::db_clock::step(&pool, &log, -2 * DB_CLOCK_STEP_MS).await;
+        }));
         schedule
     }
 
     /// Nothing written at or after the newest cutoff any delete used may be
     /// gone. Every replica is frozen (recorded as a pause) so no delete is
     /// in flight while the table is counted.
-    pub async fn check_newer_rows_kept(&self, arrived: &[i64]) {
+    pub async fn check_newer_rows_kept(&self, arrived: &[Arrival]) {
         let (seed, start_ms) = (self.seed, self.log.epoch_ms);
         let frozen: Vec<_> = self.replicas.iter().map(|r| r.freeze(FREEZE_MS)).collect();
         self.shared.in_flight.drained().await;
@@ -263,7 +293,7 @@ impl Run {
         let retention = i64::try_from(RETENTION_MS).unwrap();
         let boundary = (0..BOUNDARY_ROWS).map(|g| start_ms - retention + g * 10);
         let newer_written = boundary
-            .chain(arrived.iter().copied())
+            .chain(arrived.iter().map(|row| row.created_at_ms))
             .filter(|at| *at >= newest_cutoff)
             .count();
         let sql = "SELECT count(*) FROM retention_records WHERE created_at_ms >= $1";
@@ -296,9 +326,10 @@ impl Run {
         }
     }
 
-    /// The history with its `Final` event, rows left, and rows left older
-    /// than the last completed term's cutoff.
-    pub async fn finish(&self, rows_inserted: u64) -> (History, u64, u64) {
+    /// The history with its `Final` event, and the database's own account:
+    /// rows left, rows left older than the last completed term's cutoff,
+    /// and the audit of every row deleted.
+    pub async fn finish(&self, arrived: &[Arrival]) -> Tally {
         let start_ms = self.log.epoch_ms;
         let all = "SELECT count(*) FROM retention_records";
         let rows_left = u64::try_from(count(&self.pool, all, &[]).await).unwrap();
@@ -306,19 +337,42 @@ impl Run {
         let cutoff = last_completed_cutoff(&history, start_ms).expect("a completed term");
         let stale = "SELECT count(*) FROM retention_records WHERE created_at_ms < $1";
         let stale_rows_left = u64::try_from(count(&self.pool, stale, &[&cutoff]).await).unwrap();
+        // Rows seeded before the run were stamped while the database's
+        // clock kept true time; arrivals know their own true instant.
+        let true_by_id: std::collections::BTreeMap<i64, i64> = arrived
+            .iter()
+            .map(|row| (row.id, row.written_true_ms))
+            .collect();
+        let audit = crate::db_clock::audit(&self.pool, RETENTION_MS, |id, created_at_ms| {
+            true_by_id.get(&id).copied().unwrap_or(created_at_ms)
+        })
+        .await;
         history.events.push(retention_sim::model::Event {
             at_ms: now_ms() - start_ms,
             actor: Actor::World,
             term: 0,
             kind: EventKind::Final {
                 rows_left,
-                rows_inserted,
+                rows_inserted: arrived.len() as u64,
                 stale_rows_left,
-                rows_early_by_true_time: 0,
+                rows_early_by_true_time: audit.early_by_true_time,
             },
         });
-        (history, rows_left, stale_rows_left)
+        Tally {
+            history,
+            rows_left,
+            stale_rows_left,
+            audit,
+        }
     }
+}
+
+/// What a finished run leaves to judge.
+pub struct Tally {
+    pub history: History,
+    pub rows_left: u64,
+    pub stale_rows_left: u64,
+    pub audit: crate::db_clock::Audit,
 }
 
 /// The replica in a term now; waits up to a second for one (between terms
