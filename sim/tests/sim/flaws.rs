@@ -101,3 +101,47 @@ fn each_flaw_is_found_within_the_budget_and_named_by_its_clauses() {
         );
     }
 }
+
+/// The reviewed cutoff (from the worker's own clock, no bound on the
+/// database's) breaks DATA-4 under clock steps alone: swarm runs with the
+/// fixed skew taken out, each keeping at least one forward step of a
+/// replica's clock, and nothing else about the clocks changed.
+#[test]
+fn a_cutoff_from_the_own_clock_breaks_data_4_under_steps_alone() {
+    use retention_sim::model::FaultEvent;
+    let (mut runs, mut failed, mut first) = (0, 0, None);
+    for seed in 0..400 {
+        let mut spec = RunSpec {
+            flaw: Some(Flaw::OwnClockCutoff),
+            ..swarm(seed, None)
+        };
+        spec.faults.clock_skew_ms_max = 0;
+        let stepped_forward = spec
+            .events
+            .iter()
+            .any(|e| matches!(e, FaultEvent::ClockStep { delta_ms, .. } if *delta_ms > 0));
+        if !stepped_forward {
+            continue;
+        }
+        runs += 1;
+        let clauses = violated(&spec);
+        assert!(
+            clauses.is_subset(&BTreeSet::from(["DATA-4"])),
+            "seed {seed}: {clauses:?}"
+        );
+        if !clauses.is_empty() {
+            failed += 1;
+            first.get_or_insert(seed);
+        }
+        // The real worker keeps DATA-4 on the very same runs.
+        let real = RunSpec { flaw: None, ..spec };
+        assert_eq!(violated(&real), BTreeSet::new(), "seed {seed}, real worker");
+    }
+    println!(
+        "own-clock-cutoff, steps alone: {failed} of {runs} swarm runs with a forward step broke DATA-4 (first seed {first:?})"
+    );
+    assert!(
+        failed > 0,
+        "no run with a step alone broke DATA-4 ({runs} runs)"
+    );
+}
