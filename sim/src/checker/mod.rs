@@ -72,6 +72,10 @@ pub const CLAUSES: &[(&str, &str)] = &[
     ("RPT-1", "a term's report matches its history"),
     ("LIVE-1", "without faults, the backlog drains"),
     ("LIVE-2", "every stop() resolves within a bounded time"),
+    (
+        "LIVE-3",
+        "no replica spins while simulated time stands still",
+    ),
 ];
 
 /// One broken clause, with the events (sequence numbers) that show it.
@@ -134,6 +138,7 @@ impl Verdict {
 pub fn check(history: &History) -> Verdict {
     let mut found = Findings::default();
     replica::check(history, &mut found);
+    replica::check_spins(history, &mut found);
     service::check(history, &mut found);
     let mut violations = found.0;
     let rank = |clause: &str| CLAUSES.iter().position(|(id, _)| *id == clause);

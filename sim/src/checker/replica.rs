@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::Findings;
 use super::clocks::HostClock;
 use crate::model::{
-    Actor, Event, EventKind, Header, History, Invocation, LeaseRec, OpKind, Outcome,
+    Actor, Event, EventKind, FailureKind, Header, History, Invocation, LeaseRec, OpKind, Outcome,
 };
 
 /// What the checker knows about one term of one replica.
@@ -30,6 +30,8 @@ struct Term {
     /// The batch after which no delete may follow (short, or the cap).
     finished: Option<usize>,
     released: Option<usize>,
+    /// Tokens the repository refused a delete for, with the refusal.
+    fenced: BTreeMap<u64, usize>,
     /// Calls in flight: call -> (op, invoke seq).
     in_flight: BTreeMap<u64, (OpKind, usize)>,
     /// `stop()` had been called when the term started.
@@ -74,7 +76,36 @@ pub(super) fn check(history: &History, found: &mut Findings) {
                 walker.on_event(seq, event);
             }
         }
-        walker.finish();
+        // A run stopped by a spin ends mid-flight: what it never got to
+        // finish is LIVE-3's finding, not another clause's.
+        if !stopped_by_a_spin(history) {
+            walker.finish();
+        }
+    }
+}
+
+/// Whether the run was stopped because a replica spun (LIVE-3).
+pub(super) fn stopped_by_a_spin(history: &History) -> bool {
+    history
+        .events
+        .iter()
+        .any(|event| matches!(event.kind, EventKind::Spinning { .. }))
+}
+
+/// LIVE-3: every replica lets simulated time pass; one that spun stopped
+/// the run.
+pub(super) fn check_spins(history: &History, found: &mut Findings) {
+    for (seq, event) in history.events.iter().enumerate() {
+        if let (EventKind::Spinning { steps, window_ms }, Actor::Replica(replica)) =
+            (&event.kind, event.actor)
+        {
+            let message = format!(
+                "r{replica} took {steps} steps within {window_ms} ms of simulated time: it \
+                 spins without waiting, and the run was stopped at {} ms",
+                event.at_ms
+            );
+            found.flag("LIVE-3", &[seq], message);
+        }
     }
 }
 
@@ -224,6 +255,16 @@ impl Walker<'_> {
             }
             (OpKind::Renew, Outcome::Failed { .. }) => {
                 term.loss.get_or_insert((seq, false));
+            }
+            (
+                OpKind::Delete,
+                Outcome::Failed {
+                    kind: FailureKind::Fenced,
+                    ..
+                },
+            ) => {
+                let token = delete_token(&self.history.events[invoked]);
+                term.fenced.entry(token).or_insert(seq);
             }
             (OpKind::Delete, Outcome::Deleted(rows)) => {
                 term.rows += rows;
@@ -375,6 +416,10 @@ fn check_delete(
         );
         found.flag("FEN-1", &[*at, seq], message);
     }
+    if let Some(&refused) = term.fenced.get(&token) {
+        let message = format!("delete sent token {token} again after the repository refused it");
+        found.flag("FEN-1", &[refused, seq], message);
+    }
     let retention_ms = i64::try_from(ctx.header.retention_ms).unwrap_or(i64::MAX);
     match term.cutoff {
         Some((cutoff, at)) if cutoff != older_than_ms => {
@@ -424,6 +469,17 @@ fn check_delete(
             &[finished, seq],
             "delete issued after the term's short or final batch",
         );
+    }
+}
+
+/// The token a delete invoke carried.
+fn delete_token(invoke: &Event) -> u64 {
+    match &invoke.kind {
+        EventKind::Invoke {
+            invocation: Invocation::Delete { token, .. },
+            ..
+        } => *token,
+        _ => unreachable!("a delete reply answers a delete invoke"),
     }
 }
 

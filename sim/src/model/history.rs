@@ -296,6 +296,15 @@ pub enum EventKind {
         /// The reading just after.
         to_ms: i64,
     },
+    /// The replica took `steps` steps (polls, clock readings, timers,
+    /// calls) within `window_ms` of simulated time: it spins without
+    /// letting time pass, and the run was stopped here (LIVE-3).
+    Spinning {
+        /// Steps counted in the window.
+        steps: u64,
+        /// The window of simulated time they were counted in.
+        window_ms: u64,
+    },
     /// The database's synchronous standby stopped answering for `for_ms`:
     /// commits that wrote something wait, holding their locks.
     StandbyStalled {

@@ -87,12 +87,13 @@ impl History {
         Ok(history)
     }
 
-    /// Whether the history ends with the run's final event (one cut off
-    /// early lacks it, and cannot be judged for liveness or counts).
+    /// Whether the history ends as a run ends: with its final event, or
+    /// with a replica's spin, which stops the run there (one cut off early
+    /// ends otherwise, and cannot be judged for liveness or counts).
     pub fn is_complete(&self) -> bool {
         matches!(
             self.events.last().map(|event| &event.kind),
-            Some(EventKind::Final { .. })
+            Some(EventKind::Final { .. } | EventKind::Spinning { .. })
         )
     }
 }

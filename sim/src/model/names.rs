@@ -155,8 +155,9 @@ named! {
 }
 
 named! {
-    /// The five findings of the review, one flaw each; the variant worker
-    /// carries exactly one of them (`subject::VariantFactory`).
+    /// Mistakes a worker's author makes: the review's five findings, then
+    /// the project's own catalogue. The variant worker carries exactly one
+    /// of them (`subject::VariantFactory`).
     pub enum Flaw ("flaw") {
         /// Renewals on an interval timer: they overlap, a late reply
         /// overwrites a newer lease, and a rejected renewal goes unobserved
@@ -179,6 +180,57 @@ named! {
         /// findings: what CUT-1's choice of clock and the adapter's bound
         /// exist to prevent.
         OwnClockCutoff => "own-clock-cutoff",
+        /// Trusts NTP to keep clocks within a second: the cutoff from its
+        /// own clock less a second's margin, with no bound on the
+        /// database's clock. Safe until a clock is more than a second
+        /// ahead (a skew, a step).
+        TrustsNtpWithinASecond => "trusts-ntp-within-a-second",
+        /// Waits for a renewal in flight before each batch by polling its
+        /// clock in a loop that never awaits: the renewal can never land.
+        SpinWhileRenewing => "spin-while-renewing",
+        /// Every batch asks for a full `batch_size`, the last one too: a
+        /// cap that is not a multiple of the batch is overshot.
+        CapOvershoot => "cap-overshoot",
+        /// Deletes until a batch comes back empty instead of stopping at
+        /// the first short batch.
+        ContinueAfterShortBatch => "continue-after-short-batch",
+        /// Retries a delete the repository refused for its token, with the
+        /// same token.
+        RetryFencedDelete => "retry-fenced-delete",
+        /// A renewal that failed (refused, timed out, lost) is ignored and
+        /// the term carries on with the old lease.
+        FailedRenewalIgnored => "failed-renewal-ignored",
+        /// A null renewal is ignored and the term carries on with the old
+        /// lease.
+        NullRenewalIgnored => "null-renewal-ignored",
+        /// A failed renewal is retried once at once before it counts as a
+        /// loss.
+        RetryFailedRenewal => "retry-failed-renewal",
+        /// The cutoff from the acquired lease's expiry, forgetting to take
+        /// the TTL off: the grant's instant is expiry less the TTL.
+        CutoffFromExpiry => "cutoff-from-expiry",
+        /// The retention truncated to whole seconds: a cutoff up to 999 ms
+        /// late unless the retention is a whole number of seconds.
+        RetentionInWholeSeconds => "retention-in-whole-seconds",
+        /// `serve()` looks at the stop flag only before its pause between
+        /// terms: a stop during the pause is missed and the next term
+        /// acquires.
+        StopUnseenBetweenTerms => "stop-unseen-between-terms",
+        /// The term counts as settled once its deletes end, before its
+        /// release answers: `stop()` resolves with the release in flight.
+        StopReturnsBeforeRelease => "stop-returns-before-release",
+        /// `stop()` abandons the delete in flight (a `select!` on the stop
+        /// signal drops it) instead of waiting for it.
+        StopDropsDelete => "stop-drops-delete",
+        /// The renewal loop watches only for a loss: neither `stop()` nor
+        /// the end of the deletes ends it.
+        RenewalOutlivesStop => "renewal-outlives-stop",
+        /// Keeps the last term's lease and releases it at the end of every
+        /// term, one that acquired nothing too.
+        ReleaseStaleTermLease => "release-stale-term-lease",
+        /// The term's report counts the rows each batch asked for, not the
+        /// rows it deleted.
+        ReportCountsRequestedRows => "report-counts-requested-rows",
     }
 }
 
@@ -194,7 +246,28 @@ impl Flaw {
                 "STP-1", "STP-2", "STP-3", "STP-4", "STP-5", "STP-6", "REL-3",
             ],
             Self::OwnClockCutoff => &["DATA-4"],
+            Self::TrustsNtpWithinASecond => &["DATA-4", "CUT-1"],
+            Self::SpinWhileRenewing => &["LIVE-3"],
+            Self::CapOvershoot => &["CAP-1"],
+            Self::ContinueAfterShortBatch => &["CAP-1"],
+            Self::RetryFencedDelete => &["FEN-1"],
+            Self::FailedRenewalIgnored | Self::NullRenewalIgnored => &["REN-3"],
+            // The retry can go out after stop() too.
+            Self::RetryFailedRenewal => &["REN-3", "STP-2"],
+            Self::CutoffFromExpiry | Self::RetentionInWholeSeconds => &["CUT-1", "DATA-4"],
+            Self::StopUnseenBetweenTerms => &["STP-1", "STP-6"],
+            Self::StopReturnsBeforeRelease => &["STP-5"],
+            Self::StopDropsDelete => &["STP-3"],
+            Self::RenewalOutlivesStop => &["STP-2", "LIVE-1", "LIVE-2"],
+            Self::ReleaseStaleTermLease => &["REL-1"],
+            Self::ReportCountsRequestedRows => &["RPT-1"],
         }
+    }
+
+    /// Whether the flaw stands for a design without the adapter's bound on
+    /// the database's clock: the world then runs its database without it.
+    pub fn drops_database_bound(self) -> bool {
+        matches!(self, Self::OwnClockCutoff | Self::TrustsNtpWithinASecond)
     }
 }
 

@@ -170,6 +170,13 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
             format!("the synchronous standby stops answering for {for_ms} ms: commits wait"),
         ),
         K::StandbyResumed => ("standby".into(), None, "the standby answers again".into()),
+        K::Spinning { steps, window_ms } => (
+            "SPINNING".into(),
+            None,
+            format!(
+                "{steps} steps within {window_ms} ms of simulated time: the run is stopped here"
+            ),
+        ),
         K::ClockStepped { from_ms, to_ms } => (
             "CLOCK".into(),
             None,

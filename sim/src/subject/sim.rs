@@ -1,12 +1,13 @@
 //! [`Sim`], the one way to build and run a world: a spec, the worker under
 //! test, and whether to record.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use super::real::RealWorker;
 use super::variant::VariantFactory;
 use crate::model::{History, RunSpec, SpecError};
-use crate::world::{self, WorkerFactory};
+use crate::world::{self, RunSlot, SpinDetected, WorkerFactory};
 
 /// One run of a [`RunSpec`]: `Sim::new(&spec).run()` gives its history.
 ///
@@ -44,21 +45,35 @@ impl<'a> Sim<'a> {
     }
 
     /// Validates the spec, runs it in a fresh madsim runtime seeded with
-    /// `spec.seed`, and returns the history.
+    /// `spec.seed`, and returns the history. A replica that spins (works on
+    /// while simulated time stands still) ends the run at once: the history
+    /// then stops at its `Spinning` event, with no `Final`, and the checker
+    /// reports LIVE-3.
     pub fn run(self) -> Result<History, SpecError> {
         self.spec.validate()?;
         let runtime = world::runtime(self.spec);
         let (spec, factory) = (self.spec.clone(), self.worker_factory());
-        Ok(runtime.block_on(world::simulate(spec, factory, self.recorded)))
+        let slot = RunSlot::default();
+        let recorded = self.recorded;
+        let run = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            runtime.block_on(world::simulate(spec, factory, recorded, &slot))
+        }));
+        match run {
+            Ok(history) => Ok(history),
+            Err(payload) if payload.is::<SpinDetected>() => Ok(slot
+                .history()
+                .expect("a replica spun after the world was built")),
+            Err(payload) => std::panic::resume_unwind(payload),
+        }
     }
 
     /// Like [`Sim::run`], inside the madsim runtime already running this
     /// task, for callers that manage the runtime themselves (madsim's
-    /// determinism check).
+    /// determinism check). A spin unwinds out of it as a panic.
     pub async fn run_in_current_runtime(self) -> Result<History, SpecError> {
         self.spec.validate()?;
         let (spec, factory) = (self.spec.clone(), self.worker_factory());
-        Ok(world::simulate(spec, factory, self.recorded).await)
+        Ok(world::simulate(spec, factory, self.recorded, &RunSlot::default()).await)
     }
 
     fn worker_factory(&self) -> Arc<dyn WorkerFactory> {

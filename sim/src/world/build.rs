@@ -18,6 +18,7 @@ use super::replica::{ReplicaCtx, replica_process};
 use super::seam::WorkerFactory;
 use super::services::database;
 use super::session::Kernel;
+use super::spin::SpinMeter;
 use crate::calls::{CallLedger, FaultDraws};
 use crate::db::{Bounds, Records};
 use crate::model::{Actor, EventKind, FaultEvent, Flaw, Header, History, RunSpec};
@@ -100,10 +101,44 @@ pub(crate) struct Replica {
     pub clock: SimClock,
 }
 
+/// Where a run leaves its header and recorder as soon as it has them, so
+/// that a run ended by unwinding (a replica that spun, LIVE-3) still
+/// yields the history it recorded.
+#[derive(Clone, Default)]
+pub struct RunSlot(Arc<Mutex<Option<Started>>>);
+
+/// What a run has once its world is built.
+type Started = (Header, Arc<Recorder>);
+
+impl std::fmt::Debug for RunSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RunSlot")
+    }
+}
+
+impl RunSlot {
+    /// The history recorded so far, if the run got as far as its header.
+    pub fn history(&self) -> Option<History> {
+        let slot = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        slot.as_ref().map(|(header, recorder)| History {
+            header: header.clone(),
+            events: recorder.take(),
+        })
+    }
+}
+
 /// Builds the world for `spec` (already validated) inside the current
 /// madsim runtime, runs its schedule with the workers `factory` builds, and
 /// returns the history (only its header when `record` is off).
-pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bool) -> History {
+pub async fn simulate(
+    spec: RunSpec,
+    factory: Arc<dyn WorkerFactory>,
+    record: bool,
+    slot: &RunSlot,
+) -> History {
     let handle = Handle::current();
     let clock = SimClock::new(0);
     let recorder = Arc::new(Recorder::new(clock.clone(), record));
@@ -123,7 +158,7 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
         // The runner's adapter bounds deletes by the database's clock too;
         // the own-clock-cutoff flaw stands for the reviewed design, which
         // had no such bound.
-        retention_ms: if spec.flaw == Some(Flaw::OwnClockCutoff) {
+        retention_ms: if spec.flaw.is_some_and(Flaw::drops_database_bound) {
             0
         } else {
             spec.worker.retention_ms
@@ -199,9 +234,10 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
             stop_callers: AtomicU32::new(0),
             stops_pending: AtomicU32::new(0),
             stops_deferred: AtomicU32::new(0),
+            spin: SpinMeter::new(),
         });
         // The host's clock: it outlives the process, crashes and restarts.
-        let host_clock = clock.skewed(skew_ms);
+        let host_clock = clock.skewed(skew_ms).metered(Arc::downgrade(&ctx));
         let node = start_replica(
             &handle,
             &ctx,
@@ -231,6 +267,7 @@ pub async fn simulate(spec: RunSpec, factory: Arc<dyn WorkerFactory>, record: bo
         stop_bound_ms: stop_bound_ms(&spec),
         lock_timeout_ms: spec.lock_timeout_ms,
     };
+    *slot.0.lock().expect("run slot") = Some((header.clone(), recorder.clone()));
 
     let replicas = Arc::new(replicas);
     // Fault tasks live on a node of their own, killed with the rest at the

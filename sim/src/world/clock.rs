@@ -3,11 +3,13 @@
 //! stepped, and a monotonic clock (`sleep_ms`, tokio's timers) that steps
 //! never touch; a rate (a bad clocksource, a slewing NTP) drives both.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use retention_worker::Clock;
 use tokio::sync::Notify;
+
+use super::replica::ReplicaCtx;
 
 /// Rates are thousandths: 1000 keeps time, 500 runs at half speed.
 pub const RATE_PERMILLE_TRUE: u64 = 1_000;
@@ -19,6 +21,9 @@ pub const RATE_PERMILLE_TRUE: u64 = 1_000;
 pub struct SimClock {
     origin: madsim::time::Instant,
     host: Arc<Host>,
+    /// The replica whose worker reads this clock: each reading and timer
+    /// is a step of its spin meter.
+    reader: Option<Weak<ReplicaCtx>>,
 }
 
 #[derive(Debug)]
@@ -75,6 +80,22 @@ impl SimClock {
                 readings: Mutex::new(readings),
                 rate_changed: Notify::new(),
             }),
+            reader: None,
+        }
+    }
+
+    /// This clock, as `replica`'s worker reads it: each reading and timer
+    /// counts as one of its steps (spin detection).
+    pub(crate) fn metered(self, replica: Weak<ReplicaCtx>) -> Self {
+        Self {
+            reader: Some(replica),
+            ..self
+        }
+    }
+
+    fn count_step(&self) {
+        if let Some(replica) = self.reader.as_ref().and_then(Weak::upgrade) {
+            replica.step();
         }
     }
 
@@ -141,12 +162,14 @@ impl SimClock {
 
 impl Clock for SimClock {
     fn now_ms(&self) -> i64 {
+        self.count_step();
         self.now().wall_us.div_euclid(1_000)
     }
 
     /// Waits until the monotonic clock has advanced `duration_ms`: at the
     /// host's rate, re-planned whenever the rate changes.
     async fn sleep_ms(&self, duration_ms: u64) {
+        self.count_step();
         let duration_us = i64::try_from(duration_ms.saturating_mul(1_000)).unwrap_or(i64::MAX);
         let target_us = self.now().monotonic_us.saturating_add(duration_us);
         loop {

@@ -15,9 +15,11 @@ mod replica;
 mod seam;
 mod services;
 mod session;
+mod spin;
 mod wire;
 
-pub use build::{runtime, simulate};
+pub use build::{RunSlot, runtime, simulate};
 pub use clock::SimClock;
 pub use port::SimPort;
 pub use seam::{BoxFuture, OnTerm, SimDeps, SimulatedWorker, WorkerFactory};
+pub use spin::{SPIN_STEPS_MAX, SPIN_WINDOW_MS, SpinDetected};

@@ -49,6 +49,7 @@ impl SimPort {
         F: Future<Output = Result<T, CallError>>,
     {
         let ctx = &self.ctx;
+        ctx.step();
         let (ticket, invoke) = ctx.ledger.open(invocation);
         ctx.record(invoke);
         ctx.fire_stop_triggers(ticket.op, ticket.nth);

@@ -13,6 +13,7 @@ use super::port::SimPort;
 use super::recorder::Recorder;
 use super::seam::{SimulatedWorker, WorkerFactory};
 use super::session::Kernel;
+use super::spin::{Metered, SPIN_WINDOW_MS, SpinMeter, stop_the_spin};
 use crate::calls::{CallLedger, FaultDraws};
 use crate::model::{EventKind, OpKind, TermSummary};
 
@@ -39,6 +40,8 @@ pub(crate) struct ReplicaCtx {
     /// Stop calls that arrived while no worker existed (after a crash,
     /// before the restarted process built its worker).
     pub stops_deferred: AtomicU32,
+    /// Its steps in the current window of simulated time (LIVE-3).
+    pub spin: SpinMeter,
 }
 
 impl ReplicaCtx {
@@ -49,6 +52,18 @@ impl ReplicaCtx {
     pub fn record(&self, kind: EventKind) {
         self.recorder
             .record(self.ledger.actor(), self.ledger.term(), kind);
+    }
+
+    /// One step of the replica's work (a poll, a clock reading, a timer, a
+    /// call); too many while simulated time stands still end the run.
+    pub fn step(&self) {
+        if let Some(steps) = self.spin.step() {
+            self.record(EventKind::Spinning {
+                steps,
+                window_ms: SPIN_WINDOW_MS,
+            });
+            stop_the_spin(self.replica());
+        }
     }
 
     /// Starts `callers` concurrent `stop()` calls on this replica's current
@@ -70,14 +85,18 @@ impl ReplicaCtx {
             let caller = self.stop_callers.fetch_add(1, Ordering::Relaxed) + 1;
             self.stops_pending.fetch_add(1, Ordering::Relaxed);
             let (ctx, worker) = (self.clone(), worker.clone());
-            node.spawn(async move {
-                // Recorded when the call really starts: on a paused node
-                // that is only after the resume.
-                ctx.record(EventKind::StopCalled { caller });
-                worker.stop().await;
-                ctx.record(EventKind::StopResolved { caller });
-                ctx.stops_pending.fetch_sub(1, Ordering::Relaxed);
-            });
+            let metered = ctx.clone();
+            node.spawn(Metered::new(
+                async move {
+                    // Recorded when the call really starts: on a paused node
+                    // that is only after the resume.
+                    ctx.record(EventKind::StopCalled { caller });
+                    worker.stop().await;
+                    ctx.record(EventKind::StopResolved { caller });
+                    ctx.stops_pending.fetch_sub(1, Ordering::Relaxed);
+                },
+                metered,
+            ));
         }
     }
 
@@ -114,6 +133,10 @@ pub(crate) async fn replica_process(
         ctx.spawn_stops(deferred);
     }
     let on_term = |term: TermSummary| ctx.record(term.into());
-    worker.serve(SeededJitter::new(jitter_seed), &on_term).await;
+    Metered::new(
+        worker.serve(SeededJitter::new(jitter_seed), &on_term),
+        ctx.clone(),
+    )
+    .await;
     std::future::pending::<()>().await;
 }

@@ -15,11 +15,21 @@ use retention_sim::{RunSpec, Sim, check};
 /// How many swarm seeds a flaw may take to show up.
 const SEED_BUDGET: u64 = 50;
 
-/// The largest shrunk plan accepted. Every flaw shrinks to 2 or less today;
-/// overlapping renewals, which needs a renewal in flight across a whole
-/// interval, once shrank to 5 from a different first failing draw, so the
-/// bound leaves it that room.
+/// The largest shrunk plan accepted for the review's findings. Each
+/// shrinks to 2 or less today; overlapping renewals, which needs a renewal
+/// in flight across a whole interval, once shrank to 5 from a different
+/// first failing draw, so the bound leaves it that room.
 const SHRUNK_SIZE_MAX: usize = 5;
+
+/// The same for the project's catalogue. Some of its mistakes show only
+/// when several things coincide (a null renewal while a delete is still to
+/// come, a successor granted under a delete that is then retried), which
+/// the shrinker cannot drop without losing the failure: today they shrink
+/// to at most 9.
+const CATALOGUE_SHRUNK_SIZE_MAX: usize = 12;
+
+/// The review's five findings, the first of `Flaw::ALL`.
+const FINDINGS: usize = 5;
 
 fn violated(spec: &RunSpec) -> BTreeSet<&'static str> {
     check(&Sim::new(spec).run().unwrap())
@@ -52,7 +62,12 @@ fn the_real_worker_passes_the_searches_the_flaws_fail() {
 
 #[test]
 fn each_flaw_is_found_within_the_budget_and_named_by_its_clauses() {
-    for flaw in Flaw::ALL.iter().copied() {
+    for (index, flaw) in Flaw::ALL.iter().copied().enumerate() {
+        let size_max = if index < FINDINGS {
+            SHRUNK_SIZE_MAX
+        } else {
+            CATALOGUE_SHRUNK_SIZE_MAX
+        };
         let expected: BTreeSet<&str> = flaw.clauses().iter().copied().collect();
         let found = (0..SEED_BUDGET).find_map(|seed| {
             let spec = RunSpec {
@@ -94,7 +109,7 @@ fn each_flaw_is_found_within_the_budget_and_named_by_its_clauses() {
             replay_token(&counterexample.spec)
         );
         assert!(
-            size <= SHRUNK_SIZE_MAX,
+            size <= size_max,
             "{}: the shrunk plan is not small:\n{}",
             flaw.name(),
             counterexample.report

@@ -19,6 +19,7 @@ mod pictures;
 mod properties;
 mod replay;
 mod scenarios;
+mod spin;
 
 /// Without `--cfg madsim` (an exported RUSTFLAGS replaces the one in
 /// `.cargo/config.toml`) madsim silently becomes a thin wrapper over real

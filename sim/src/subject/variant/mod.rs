@@ -1,7 +1,8 @@
 //! A second worker, shaped like the reviewed TypeScript one, that can carry
-//! exactly one of the review's five flaws. With no flaw it keeps the
-//! contract (the property tests run it that way too), so a violation found
-//! with a flaw on is that flaw's doing. `renew.rs` holds its renewals.
+//! exactly one flaw of the catalogue (`model::Flaw`: the review's five
+//! findings and the project's own). With no flaw it keeps the contract (the
+//! property tests run it that way too), so a violation found with a flaw on
+//! is that flaw's doing. `renew.rs` holds its renewals.
 
 mod renew;
 
@@ -43,6 +44,7 @@ impl WorkerFactory for VariantFactory {
             deps,
             flags,
             changed,
+            last_lease: Mutex::new(None),
         })
     }
 }
@@ -56,6 +58,8 @@ struct Variant {
     flags: Mutex<Flags>,
     /// Woken on every change of `flags` or of a term's cell.
     changed: Arc<Notify>,
+    /// The last lease a term held (kept only by `release-stale-term-lease`).
+    last_lease: Mutex<Option<Lease>>,
 }
 
 #[derive(Default)]
@@ -130,7 +134,7 @@ impl Variant {
     async fn term(&self) -> Option<TermSummary> {
         {
             let mut flags = self.flags.lock().expect("flags");
-            if flags.stopped {
+            if flags.stopped && !self.has(Flaw::StopUnseenBetweenTerms) {
                 return None;
             }
             flags.running = true;
@@ -144,9 +148,13 @@ impl Variant {
         let acquired = match self.deps.leases.acquire(&self.owner).await {
             Ok(Some(lease)) if lease.owner_id == self.owner => lease,
             Ok(Some(_)) | Err(_) => {
-                return end(TermEndRec::AcquireFailed(None), 0, 0, ReleaseRec::NotOwed);
+                let release = self.release_stale_term_lease().await;
+                return end(TermEndRec::AcquireFailed(None), 0, 0, release);
             }
-            Ok(None) => return end(TermEndRec::NotAcquired, 0, 0, ReleaseRec::NotOwed),
+            Ok(None) => {
+                let release = self.release_stale_term_lease().await;
+                return end(TermEndRec::NotAcquired, 0, 0, release);
+            }
         };
         if self.stopped() {
             if self.has(Flaw::FlagOnlyStop) {
@@ -175,6 +183,13 @@ impl Variant {
             let end_rec = term_end(loop_end, lost);
             return with_renewals(end(end_rec, rows, batches, ReleaseRec::Skipped));
         }
+        if self.has(Flaw::ReleaseStaleTermLease) {
+            *self.last_lease.lock().expect("last lease") =
+                Some(cell.lock().expect("cell").latest.clone());
+        }
+        if self.has(Flaw::StopReturnsBeforeRelease) {
+            self.set_running(false);
+        }
         let release = match lost {
             Some(LossRec::NullRenewal) => ReleaseRec::NotOwed,
             _ => {
@@ -188,6 +203,16 @@ impl Variant {
             }
         };
         with_renewals(end(term_end(loop_end, lost), rows, batches, release))
+    }
+
+    /// A term that acquired nothing releases the last term's lease (only
+    /// `release-stale-term-lease`).
+    async fn release_stale_term_lease(&self) -> ReleaseRec {
+        let stale = self.last_lease.lock().expect("last lease").clone();
+        match stale {
+            Some(lease) if self.has(Flaw::ReleaseStaleTermLease) => self.release(&lease).await,
+            _ => ReleaseRec::NotOwed,
+        }
     }
 
     async fn release(&self, lease: &Lease) -> ReleaseRec {
@@ -206,13 +231,27 @@ impl Variant {
         // grant; the moving-cutoff flaw takes it from each latest renewal.
         let granted_at_ms =
             |cell: &Mutex<Cell>| cell.lock().expect("cell").latest.granted_at_ms(ttl_ms);
-        let term_cutoff_ms = if self.has(Flaw::OwnClockCutoff) {
-            self.deps.clock.now_ms() - retention_ms
-        } else {
-            granted_at_ms(cell) - retention_ms
+        let term_cutoff_ms = match self.flaw {
+            Some(Flaw::OwnClockCutoff) => self.deps.clock.now_ms() - retention_ms,
+            Some(Flaw::TrustsNtpWithinASecond) => self.deps.clock.now_ms() - retention_ms - 1_000,
+            Some(Flaw::CutoffFromExpiry) => {
+                cell.lock().expect("cell").latest.expires_at_ms - retention_ms
+            }
+            Some(Flaw::RetentionInWholeSeconds) => {
+                granted_at_ms(cell) - retention_ms / 1_000 * 1_000
+            }
+            _ => granted_at_ms(cell) - retention_ms,
         };
-        let (mut rows, mut batches) = (0u64, 0u32);
+        let (mut rows, mut batches, mut reported_rows) = (0u64, 0u32, 0u64);
+        let mut retried_fenced = false;
         let outcome = loop {
+            if self.has(Flaw::SpinWhileRenewing) {
+                // Waits for the renewal by watching the clock; nothing here
+                // awaits, so the renewal never gets to land.
+                while cell.lock().expect("cell").renewing > 0 && !self.stopped() {
+                    let _ = self.deps.clock.now_ms();
+                }
+            }
             let token = {
                 let cell = cell.lock().expect("cell");
                 if self.stopped() {
@@ -229,21 +268,36 @@ impl Variant {
                 term_cutoff_ms
             };
             let batch = self.config.batch_size;
-            let limit = if self.has(Flaw::UncappedTerm) {
+            let limit = if self.has(Flaw::UncappedTerm) || self.has(Flaw::CapOvershoot) {
                 batch
             } else {
                 batch.min(u32::try_from(cap - rows).unwrap_or(u32::MAX))
             };
-            match self
-                .deps
-                .records
-                .delete_batch(cutoff_ms, limit, token)
-                .await
-            {
+            let delete = self.deps.records.delete_batch(cutoff_ms, limit, token);
+            let result = if self.has(Flaw::StopDropsDelete) {
+                let stop = self.sleep_unless(u64::MAX / 4, || self.stopped());
+                match select(pin!(delete), pin!(stop)).await {
+                    Either::Left((result, _)) => result,
+                    Either::Right(_) => break (LoopEnd::Stopped, false),
+                }
+            } else {
+                delete.await
+            };
+            match result {
                 Ok(deleted) => {
                     rows += deleted;
+                    reported_rows += if self.has(Flaw::ReportCountsRequestedRows) {
+                        u64::from(limit)
+                    } else {
+                        deleted
+                    };
                     batches += 1;
-                    if deleted < u64::from(limit) {
+                    let last = if self.has(Flaw::ContinueAfterShortBatch) {
+                        deleted == 0
+                    } else {
+                        deleted < u64::from(limit)
+                    };
+                    if last {
                         break (LoopEnd::Completed, false);
                     }
                     if !self.has(Flaw::UncappedTerm) && rows >= cap {
@@ -253,12 +307,19 @@ impl Variant {
                 Err(error)
                     if error.kind == CallErrorKind::Fenced
                         && self.renewed_since(cell, token).await => {}
+                Err(error)
+                    if error.kind == CallErrorKind::Fenced
+                        && self.has(Flaw::RetryFencedDelete)
+                        && !retried_fenced =>
+                {
+                    retried_fenced = true;
+                }
                 Err(_) => break (LoopEnd::DeleteFailed, self.has(Flaw::FlagOnlyStop)),
             }
         };
         cell.lock().expect("cell").done = true;
         self.changed.notify_waiters();
-        (outcome.0, rows, batches, outcome.1)
+        (outcome.0, reported_rows, batches, outcome.1)
     }
 
     /// A delete refused for its token may have raced our own renewal: wait
@@ -287,6 +348,14 @@ impl SimulatedWorker for Variant {
                     self.config.term_interval_ms
                 };
                 let pause_ms = base_ms + jitter.jitter_ms(self.config.term_jitter_ms_max);
+                if self.has(Flaw::StopUnseenBetweenTerms) {
+                    // The flag is read before the pause, and not after it.
+                    if self.stopped() {
+                        return;
+                    }
+                    madsim::time::sleep(Duration::from_millis(pause_ms)).await;
+                    continue;
+                }
                 if !self.sleep_unless(pause_ms, || self.stopped()).await {
                     return;
                 }

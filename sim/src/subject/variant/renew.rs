@@ -36,6 +36,9 @@ impl Variant {
 
     fn winding_down(&self, cell: &Mutex<Cell>) -> bool {
         let cell = cell.lock().expect("cell");
+        if self.has(Flaw::RenewalOutlivesStop) {
+            return cell.lost.is_some();
+        }
         cell.done || cell.lost.is_some() || self.stopped()
     }
 
@@ -46,11 +49,20 @@ impl Variant {
             .await
         {
             let lease = cell.lock().expect("cell").begin_renewal();
-            let result = self.deps.leases.renew(&lease).await;
+            let mut result = self.deps.leases.renew(&lease).await;
+            if self.has(Flaw::RetryFailedRenewal) && result.is_err() {
+                result = self.deps.leases.renew(&lease).await;
+            }
+            if self.has(Flaw::NullRenewalIgnored) && matches!(result, Ok(None)) {
+                cell.lock().expect("cell").renewing -= 1;
+                self.changed.notify_waiters();
+                continue;
+            }
+            let observed = !self.has(Flaw::FailedRenewalIgnored);
             let lost = cell
                 .lock()
                 .expect("cell")
-                .finish_renewal(&lease, result, true);
+                .finish_renewal(&lease, result, observed);
             self.changed.notify_waiters();
             if lost {
                 return;

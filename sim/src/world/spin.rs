@@ -1,0 +1,119 @@
+//! Spin detection (LIVE-3): a replica that keeps working while simulated
+//! time stands still is stopped, and the run ends with what it recorded.
+//!
+//! madsim advances time only between polls (by 50-100 ns each) and when
+//! every task waits; a worker that loops without waiting (a wait that
+//! returns at once, a loss path that changes nothing) would hold the
+//! simulation at one instant forever. Each replica counts its steps (polls
+//! of its `serve()` and `stop()` futures, and every reading of its clock,
+//! timer and call it starts) in windows of simulated time; too many in one
+//! window is a spin. A loop that never yields can only be left by
+//! unwinding, so the meter panics with [`SpinDetected`], and [`Sim::run`]
+//! turns that into a history ending in a `Spinning` event.
+//!
+//! [`Sim::run`]: crate::Sim::run
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, Once};
+
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use super::replica::ReplicaCtx;
+
+/// The window of simulated time the steps are counted in.
+pub const SPIN_WINDOW_MS: u64 = 10;
+
+/// More steps than this within one window is a spin. A correct replica
+/// takes a few dozen at most (a poll per message, a clock reading per
+/// decision); a spinning one reaches it within milliseconds of wall time.
+pub const SPIN_STEPS_MAX: u64 = 20_000;
+
+/// The panic payload that ends a run whose replica spun.
+#[derive(Debug, Clone, Copy)]
+pub struct SpinDetected {
+    /// The replica, from 1.
+    pub replica: u32,
+}
+
+/// One replica's step count in the current window of simulated time.
+#[derive(Debug)]
+pub(crate) struct SpinMeter {
+    window: Mutex<Window>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    start: madsim::time::Instant,
+    steps: u64,
+}
+
+impl SpinMeter {
+    pub fn new() -> Self {
+        Self {
+            window: Mutex::new(Window {
+                start: madsim::time::Instant::now(),
+                steps: 0,
+            }),
+        }
+    }
+
+    /// Counts one step: the window's count when it passes the bound.
+    pub fn step(&self) -> Option<u64> {
+        let now = madsim::time::Instant::now();
+        let mut window = self.window.lock().expect("spin window");
+        if now.duration_since(window.start) >= Duration::from_millis(SPIN_WINDOW_MS) {
+            *window = Window {
+                start: now,
+                steps: 0,
+            };
+        }
+        window.steps += 1;
+        (window.steps > SPIN_STEPS_MAX).then_some(window.steps)
+    }
+}
+
+/// Ends the run: `replica` spun.
+pub(crate) fn stop_the_spin(replica: u32) -> ! {
+    quiet_spin_panics();
+    std::panic::panic_any(SpinDetected { replica })
+}
+
+/// A future whose every poll is a step of `replica`'s meter.
+pub(crate) struct Metered<F> {
+    inner: Pin<Box<F>>,
+    replica: Arc<ReplicaCtx>,
+}
+
+impl<F> Metered<F> {
+    pub fn new(inner: F, replica: Arc<ReplicaCtx>) -> Self {
+        Self {
+            inner: Box::pin(inner),
+            replica,
+        }
+    }
+}
+
+impl<F: Future> Future for Metered<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        self.replica.step();
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+/// The unwinding that ends a spinning run is not a crash: keep the panic
+/// hook from printing it (every other panic prints as before).
+fn quiet_spin_panics() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !info.payload().is::<SpinDetected>() {
+                previous(info);
+            }
+        }));
+    });
+}
