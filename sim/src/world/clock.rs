@@ -10,6 +10,7 @@ use retention_worker::Clock;
 use tokio::sync::Notify;
 
 use super::replica::ReplicaCtx;
+use super::spin::SpinMeter;
 
 /// Rates are thousandths: 1000 keeps time, 500 runs at half speed.
 pub const RATE_PERMILLE_TRUE: u64 = 1_000;
@@ -21,9 +22,20 @@ pub const RATE_PERMILLE_TRUE: u64 = 1_000;
 pub struct SimClock {
     origin: madsim::time::Instant,
     host: Arc<Host>,
-    /// The replica whose worker reads this clock: each reading and timer
-    /// is a step of its spin meter.
-    reader: Option<Weak<ReplicaCtx>>,
+    /// Who counts this clock's readings and timers as steps (LIVE-3).
+    meter: Meter,
+}
+
+/// Where a clock's readings and timers count as steps.
+#[derive(Debug, Clone)]
+enum Meter {
+    /// Nobody's: the run's own clock, the database's.
+    None,
+    /// A replica's worker reads it: too many steps end the run (LIVE-3).
+    Replica(Weak<ReplicaCtx>),
+    /// A worker run outside [`Sim`](crate::Sim) reads it: too many steps
+    /// fail the test with a panic that says so.
+    Standalone(Arc<SpinMeter>),
 }
 
 #[derive(Debug)]
@@ -80,7 +92,7 @@ impl SimClock {
                 readings: Mutex::new(readings),
                 rate_changed: Notify::new(),
             }),
-            reader: None,
+            meter: Meter::None,
         }
     }
 
@@ -88,14 +100,40 @@ impl SimClock {
     /// counts as one of its steps (spin detection).
     pub(crate) fn metered(self, replica: Weak<ReplicaCtx>) -> Self {
         Self {
-            reader: Some(replica),
+            meter: Meter::Replica(replica),
+            ..self
+        }
+    }
+
+    /// This clock, guarded against a worker that spins on it: for a test
+    /// that runs a worker on madsim outside [`Sim`](crate::Sim). More than
+    /// [`SPIN_STEPS_MAX`](super::SPIN_STEPS_MAX) readings and timers within
+    /// [`SPIN_WINDOW_MS`](super::SPIN_WINDOW_MS) of simulated time panic,
+    /// naming the spin, where the test would otherwise hang.
+    pub fn spin_guarded(self) -> Self {
+        Self {
+            meter: Meter::Standalone(Arc::new(SpinMeter::new())),
             ..self
         }
     }
 
     fn count_step(&self) {
-        if let Some(replica) = self.reader.as_ref().and_then(Weak::upgrade) {
-            replica.step();
+        match &self.meter {
+            Meter::None => {}
+            Meter::Replica(replica) => {
+                if let Some(replica) = replica.upgrade() {
+                    replica.step();
+                }
+            }
+            Meter::Standalone(meter) => {
+                if let Some(steps) = meter.step() {
+                    panic!(
+                        "LIVE-3: the worker took {steps} steps (clock readings and timers) \
+                         within {} ms of simulated time: it spins without waiting",
+                        super::SPIN_WINDOW_MS
+                    );
+                }
+            }
         }
     }
 

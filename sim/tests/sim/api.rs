@@ -41,7 +41,7 @@ impl RecordsRepository for SlowRecords {
 }
 
 fn worker(rows: u32) -> Arc<MemoryWorker> {
-    let clock = SimClock::new(0);
+    let clock = SimClock::new(0).spin_guarded();
     let mut table = RecordTable::new();
     for age in 0..rows {
         table.insert(-3_000_000_000 - i64::from(age));
@@ -175,7 +175,7 @@ fn a_worker_on_shared_dependencies_renews_through_them() {
     // Clock and lease service shared through `Arc`, short leases so that a
     // term spans renewals.
     runtime().block_on(async {
-        let clock = Arc::new(SimClock::new(0));
+        let clock = Arc::new(SimClock::new(0).spin_guarded());
         let mut table = RecordTable::new();
         assert!(table.is_empty());
         for age in 0..1_000 {
@@ -243,7 +243,7 @@ impl LeaseService for Revoking {
 #[test]
 fn serve_counts_the_terms_that_lost_leadership() {
     runtime().block_on(async {
-        let clock = SimClock::new(0);
+        let clock = SimClock::new(0).spin_guarded();
         let mut table = RecordTable::new();
         for age in 0..100_000 {
             table.insert(-3_000_000_000 - age);
