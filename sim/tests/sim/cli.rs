@@ -211,6 +211,9 @@ fn bad_input_exits_2_naming_the_problem() {
             "/nonexistent-folder does not exist",
         ),
     ];
+    // A run that drew a picture there (a mutant's, say) must not turn the
+    // refusal below into "exists".
+    let _ = std::fs::remove_file("/tmp/sim-too-many-events.svg");
     for (args, expected) in cases {
         let (code, _, err) = sim(args);
         assert_eq!(code, 2, "{args:?}: {err}");
