@@ -61,6 +61,9 @@ struct Walker<'a> {
 
 pub(super) fn check(history: &History, found: &mut Findings) {
     let db_clock = HostClock::of_database(history);
+    // A run stopped by a spin ends mid-flight: what it never got to
+    // finish is LIVE-3's finding, not another clause's.
+    let ran_to_the_end = !stopped_by_a_spin(history);
     for replica in 1..=history.header.replicas {
         let skew_ms = history.header.skew_ms(replica);
         let mut walker = Walker {
@@ -76,16 +79,14 @@ pub(super) fn check(history: &History, found: &mut Findings) {
                 walker.on_event(seq, event);
             }
         }
-        // A run stopped by a spin ends mid-flight: what it never got to
-        // finish is LIVE-3's finding, not another clause's.
-        if !stopped_by_a_spin(history) {
+        if ran_to_the_end {
             walker.finish();
         }
     }
 }
 
 /// Whether the run was stopped because a replica spun (LIVE-3).
-pub(super) fn stopped_by_a_spin(history: &History) -> bool {
+fn stopped_by_a_spin(history: &History) -> bool {
     history
         .events
         .iter()
