@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use super::swarm::swarm;
@@ -53,6 +53,32 @@ pub struct ExploreSummary {
     /// How often each coverage probe was reached, over all runs (every
     /// probe of [`crate::checker::PROBES`] is a key).
     pub coverage: BTreeMap<&'static str, u64>,
+    /// Every failing seed, lowest first.
+    pub failures: Vec<FailedSeed>,
+    /// Seeds of the range visited (in this shard or not), from its start:
+    /// the whole range unless the sweep was stopped. Every visited seed of
+    /// the shard was run to its end, so the runs are exactly the shard's
+    /// seeds below `start + visited`.
+    pub visited: u64,
+}
+
+/// One failing run of a sweep: its seed and the clauses it violated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedSeed {
+    /// The seed (the spec is [`spec_for`] it).
+    pub seed: u64,
+    /// Each clause violated, once, in the order the checker found them; the
+    /// first is the one a shrink keeps.
+    pub clauses: Vec<&'static str>,
+}
+
+/// How far a sweep has got, for a progress display.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Runs finished.
+    pub done: u64,
+    /// Of those, runs with a violation.
+    pub failed: u64,
 }
 
 impl ExploreSummary {
@@ -94,14 +120,29 @@ pub fn spec_for(config: &ExploreConfig, seed: u64) -> RunSpec {
 
 /// Runs every seed, calling `progress(done)` after each run.
 pub fn explore(config: &ExploreConfig, progress: impl Fn(u64) + Sync) -> ExploreSummary {
+    explore_until(config, &AtomicBool::new(false), |at| progress(at.done))
+}
+
+/// Runs every seed until `stop` is set: then no new run starts, the runs
+/// under way finish, and the summary covers exactly the seeds visited
+/// ([`ExploreSummary::visited`]). `progress` hears of every finished run.
+pub fn explore_until(
+    config: &ExploreConfig,
+    stop: &AtomicBool,
+    progress: impl Fn(Progress) + Sync,
+) -> ExploreSummary {
     let started = Instant::now();
     let next = AtomicU64::new(0);
-    let done = AtomicU64::new(0);
     let summary = Mutex::new(ExploreSummary::default());
     std::thread::scope(|scope| {
         for _ in 0..config.jobs.max(1) {
             scope.spawn(|| {
                 loop {
+                    // Checked before an index is taken, so every index taken
+                    // is run: the visited seeds stay one unbroken prefix.
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     if index >= config.seeds {
                         return;
@@ -115,14 +156,16 @@ pub fn explore(config: &ExploreConfig, progress: impl Fn(u64) + Sync) -> Explore
                     let verdict = check(&history);
                     let end_ms = history.events.last().map_or(0, |e| e.at_ms);
                     let reached = coverage(&history);
-                    record(&summary, &spec, &verdict, end_ms, reached);
-                    progress(done.fetch_add(1, Ordering::Relaxed) + 1);
+                    let at = record(&summary, &spec, &verdict, end_ms, reached);
+                    progress(at);
                 }
             });
         }
     });
     let mut summary = summary.into_inner().expect("no panic while summing");
     summary.wall_secs = started.elapsed().as_secs_f64();
+    summary.visited = next.into_inner().min(config.seeds);
+    summary.failures.sort_by_key(|failure| failure.seed);
     summary
 }
 
@@ -132,7 +175,7 @@ fn record(
     verdict: &Verdict,
     end_ms: i64,
     reached: BTreeMap<&'static str, u64>,
-) {
+) -> Progress {
     let mut summary = summary.lock().expect("no panic while summing");
     summary.runs += 1;
     for (probe, count) in reached {
@@ -140,21 +183,36 @@ fn record(
     }
     summary.simulated_secs += end_ms as f64 / 1_000.0;
     if verdict.passed() {
-        return;
+        return Progress {
+            done: summary.runs,
+            failed: summary.failed_runs,
+        };
     }
     summary.failed_runs += 1;
+    let mut clauses: Vec<&'static str> = Vec::new();
     for violation in &verdict.violations {
         summary.violations += 1;
         *summary
             .violations_by_clause
             .entry(violation.clause.to_owned())
             .or_default() += 1;
+        if !clauses.contains(&violation.clause) {
+            clauses.push(violation.clause);
+        }
     }
+    summary.failures.push(FailedSeed {
+        seed: spec.seed,
+        clauses,
+    });
     let earlier = summary
         .first_failure
         .as_ref()
         .is_none_or(|(first, _)| spec.seed < first.seed);
     if earlier {
         summary.first_failure = Some((spec.clone(), replay_command(spec)));
+    }
+    Progress {
+        done: summary.runs,
+        failed: summary.failed_runs,
     }
 }

@@ -10,7 +10,10 @@ mod space;
 mod swarm;
 
 pub use bench::{BenchConfig, BenchReport, Detection, FlawFigures, bench, standard};
-pub use explore::{ExploreConfig, ExploreSummary, explore, peak_rss_mb, spec_for};
+pub use explore::{
+    ExploreConfig, ExploreSummary, FailedSeed, Progress, explore, explore_until, peak_rss_mb,
+    spec_for,
+};
 pub use shrink::{
     SHRINK_RUNS, Shrunk, plan_size, shrink, shrink_while, shrink_with, violated_clause,
 };

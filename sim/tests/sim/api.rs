@@ -200,6 +200,11 @@ fn a_worker_on_shared_dependencies_renews_through_them() {
             (50, 300)
         );
         madsim::time::sleep(Duration::from_secs(5)).await;
+        let (shared, own) = (
+            retention_worker::Clock::now_ms(&clock),
+            retention_worker::Clock::now_ms(&*clock),
+        );
+        assert!(shared == own && own >= 5_000, "the Arc reads its clock: {shared} vs {own}");
         let report = worker.run().await.unwrap();
         assert_eq!(report.end, TermEnd::Capped);
         let retention_ms = i64::try_from(WorkerConfig::default().retention_ms).unwrap();
@@ -280,4 +285,22 @@ fn serve_counts_the_terms_that_lost_leadership() {
             summary.rows_deleted > 0 && summary.rows_deleted < 1_000 * u64::from(summary.terms)
         );
     });
+}
+
+/// The simulator's ranges (`sim/src/model/ranges.rs`) start at 1 ms, so a
+/// run never reaches the worker's own refusal of zero; the worker embedded
+/// elsewhere has only that refusal, naming the field.
+#[test]
+fn the_worker_refuses_a_zero_retention_ttl_or_renew_interval() {
+    let zeroed: [(&str, fn(&mut WorkerConfig)); 3] = [
+        ("retention_ms", |c| c.retention_ms = 0),
+        ("lease_ttl_ms", |c| c.lease_ttl_ms = 0),
+        ("renew_interval_ms", |c| c.renew_interval_ms = 0),
+    ];
+    for (field, zero) in zeroed {
+        let mut config = WorkerConfig::default();
+        zero(&mut config);
+        let error = config.validate().expect_err(field);
+        assert_eq!((error.field, error.rule), (field, "must be > 0"));
+    }
 }

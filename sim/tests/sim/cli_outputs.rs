@@ -131,6 +131,10 @@ fn explore_report_writes_a_self_contained_page() {
     assert_eq!(code, 0, "{err}");
     let page = std::fs::read_to_string(dir.join("index.html")).unwrap();
     assert!(page.contains("No run failed."));
+    assert!(
+        !dir.join("first-failure.svg").exists(),
+        "the older report's picture is not left beside \"No run failed.\""
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

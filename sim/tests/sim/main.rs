@@ -7,6 +7,7 @@ mod cli;
 mod cli_outputs;
 mod coverage;
 mod db;
+mod deploy;
 mod determinism;
 mod docs;
 mod flaws;
@@ -17,8 +18,10 @@ mod mutate;
 mod names;
 mod pictures;
 mod properties;
+mod regressions;
 mod replay;
 mod scenarios;
+mod shards;
 mod spin;
 
 /// Without `--cfg madsim` (an exported RUSTFLAGS replaces the one in

@@ -80,3 +80,45 @@ fn a_table_built_at_once_is_the_table_inserts_make() {
         );
     }
 }
+
+/// The worker crate's reference records model (`memory::RecordTable`, what
+/// `InMemoryBackend` deletes from) and the simulated database's table agree
+/// under one seeded stream of inserts, counts and deletes: ids in insertion
+/// order, "older" strictly before the cutoff, oldest first, the limit.
+#[test]
+fn the_reference_record_table_agrees_with_the_simulated_database() {
+    use rand::{Rng, SeedableRng};
+    use retention_worker::memory::RecordTable;
+
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(23);
+    let (mut reference, mut simulated) = (RecordTable::new(), Records::new());
+    for step in 0..4_000u64 {
+        let at = rng.gen_range(0..50);
+        match rng.gen_range(0..4) {
+            0 | 1 => {
+                let (row, rec) = (reference.insert(at), simulated.insert(at));
+                assert_eq!((row.id, row.created_at_ms), (rec.id, rec.created_at_ms));
+            }
+            2 => assert_eq!(
+                reference.count_older_than(at),
+                simulated.count_older_than(at),
+                "step {step}: rows older than {at}"
+            ),
+            _ => {
+                let limit = rng.gen_range(0..6);
+                let deleted: Vec<(u64, i64)> = reference
+                    .delete_older_than(at, limit)
+                    .iter()
+                    .map(|row| (row.id, row.created_at_ms))
+                    .collect();
+                let locked = simulated.lock_oldest(step + 1, at, limit);
+                simulated.remove_locked(step + 1, &locked);
+                let expected: Vec<(u64, i64)> =
+                    locked.iter().map(|r| (r.id, r.created_at_ms)).collect();
+                assert_eq!(deleted, expected, "step {step}: delete older than {at}, {limit}");
+            }
+        }
+        assert_eq!(reference.len(), simulated.len(), "step {step}");
+    }
+    assert!(!reference.is_empty(), "the stream leaves rows to compare");
+}

@@ -10,6 +10,7 @@ use retention_sim::search::swarm;
 #[derive(Parser)]
 #[command(
     name = "sim",
+    version,
     about = "Deterministic simulation of the lease-fenced retention worker"
 )]
 pub struct Cli {
@@ -23,6 +24,9 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// A sweep over many seeds: prints a summary.
     Explore(ExploreArgs),
+    /// Combines shard summaries into the summary of the whole sweep, and
+    /// with `--baseline` sorts its failures into new, still failing, fixed.
+    Merge(MergeArgs),
     /// Runs a replay token printed by a failure and prints its timeline.
     Replay {
         /// The token (the JSON after `replay` in a failure message).
@@ -189,7 +193,51 @@ pub struct ExploreArgs {
     /// table and the first failure's replay command, picture and timeline.
     #[arg(long, value_name = "DIR")]
     pub report: Option<std::path::PathBuf>,
-    /// Replace the report's files if they exist.
+    /// Also write the summary as a versioned JSON document (the same one
+    /// `--json` prints), for `sim merge` to combine with other shards'.
+    #[arg(long, value_name = "FILE.json")]
+    pub summary: Option<std::path::PathBuf>,
+    /// Shrink at most this many failures (the lowest seeds); the rest are
+    /// listed as drawn.
+    #[arg(long, default_value_t = DEFAULT_SHRINK_MAX)]
+    pub shrink_max: u64,
+    /// No progress display on standard error.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Print the commands that run this sweep as N shards, one per machine,
+    /// and the `sim merge` that combines them; run nothing.
+    #[arg(long, value_name = "N")]
+    pub print_shard_plan: Option<u64>,
+    /// Replace the report's and the summary's files if they exist.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Failures a sweep shrinks unless told otherwise.
+pub const DEFAULT_SHRINK_MAX: u64 = 20;
+
+/// `sim merge`: shard summaries in, one summary out.
+#[derive(Args)]
+pub struct MergeArgs {
+    /// The shards' summaries (`sim explore --summary`).
+    #[arg(required = true, value_name = "SUMMARY.json")]
+    pub summaries: Vec<std::path::PathBuf>,
+    /// Print the merged summary as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the merged summary to this file.
+    #[arg(long, value_name = "FILE.json")]
+    pub summary: Option<std::path::PathBuf>,
+    /// Sort the failures into new, still failing and fixed against this
+    /// older summary (keyed by clause and shrunk plan, not by seed); exit 1
+    /// only for new ones.
+    #[arg(long, value_name = "OLD.json")]
+    pub baseline: Option<std::path::PathBuf>,
+    /// Write each distinct shrunk failure as a scenario file in this folder
+    /// (made if missing), named CLAUSE-seed-SEED.toml.
+    #[arg(long, value_name = "DIR")]
+    pub save_failures: Option<std::path::PathBuf>,
+    /// Replace files that exist.
     #[arg(long)]
     pub force: bool,
 }

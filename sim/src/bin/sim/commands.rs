@@ -115,16 +115,21 @@ pub fn shrink_token(spec: &RunSpec, budget: usize) -> Result<bool, String> {
 /// Prints a shrunk failure through the one formatter, with how far it
 /// shrank.
 pub fn print_shrunk(shrunk: &Shrunk) -> Result<(), String> {
-    let history = Sim::new(&shrunk.spec)
-        .run()
-        .map_err(|error| error.to_string())?;
+    let sizes = (shrunk.size_before, shrunk.size_after, shrunk.runs);
+    print_shrunk_plan(&shrunk.spec, shrunk.clause, sizes)
+}
+
+/// [`print_shrunk`] from its parts, as a summary file holds them: the
+/// plan, its clause, and (size before, size after, runs spent).
+pub fn print_shrunk_plan(
+    spec: &RunSpec,
+    clause: &str,
+    (size_before, size_after, runs): (usize, usize, usize),
+) -> Result<(), String> {
+    let history = Sim::new(spec).run().map_err(|error| error.to_string())?;
     say!(
-        "\nshrunk: still violates {} at plan size {} (from {}; {} runs):\n{}",
-        shrunk.clause,
-        shrunk.size_after,
-        shrunk.size_before,
-        shrunk.runs,
-        format_failure(&shrunk.spec, &history, &check(&history))
+        "\nshrunk: still violates {clause} at plan size {size_after} (from {size_before}; {runs} runs):\n{}",
+        format_failure(spec, &history, &check(&history))
     );
     Ok(())
 }
@@ -216,8 +221,14 @@ pub fn run_scenarios(
 }
 
 /// Writes `spec` as a scenario that expects what the run does now, so a
-/// failure found once stays a named regression.
-pub fn save_scenario(spec: &RunSpec, path: &std::path::Path, force: bool) -> Result<(), String> {
+/// failure found once stays a named regression; `origin` (the command
+/// that saves it, `sim replay --save`) goes into the file's comment.
+pub fn save_scenario(
+    spec: &RunSpec,
+    path: &std::path::Path,
+    force: bool,
+    origin: &str,
+) -> Result<(), String> {
     let spec = &in_time_order(spec);
     // `sim scenario` sweeps pick up `*.toml` only, and a scenario's name is
     // its file's: `.toml` alone would name it nothing.
@@ -243,7 +254,7 @@ pub fn save_scenario(spec: &RunSpec, path: &std::path::Path, force: bool) -> Res
     let scenario = Scenario {
         name: name.to_owned(),
         description: format!(
-            "Saved from a replay of seed {}. First finding: {first}",
+            "Saved by {origin} from seed {}. First finding: {first}",
             spec.seed
         ),
         clauses: violated.clone(),
@@ -253,9 +264,11 @@ pub fn save_scenario(spec: &RunSpec, path: &std::path::Path, force: bool) -> Res
             ..Expect::default()
         },
     };
-    let comment = "Saved by `sim replay --save`: it expects what the run did when saved.\n\
-                   Once the bug is fixed, empty expect.violates so the scenario must pass.";
-    write_checked(path, &scenario.to_toml(comment), force, |text| {
+    let comment = format!(
+        "Saved by `{origin}`: it expects what the run did when saved.\n\
+         Once the bug is fixed, empty expect.violates so the scenario must pass."
+    );
+    write_checked(path, &scenario.to_toml(&comment), force, |text| {
         Scenario::parse(path, text)
             .map(|_| ())
             .map_err(|error| format!("the saved file would not load back: {error}"))

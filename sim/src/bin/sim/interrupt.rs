@@ -1,11 +1,20 @@
-//! Ctrl-C: the temporary files being written are removed and the tool exits
-//! with 130 (128 + SIGINT), as shells report an interrupted command.
+//! Ctrl-C, SIGTERM and SIGHUP: a sweep stops starting runs and reports what
+//! it finished; anything else removes the temporary files being written and
+//! exits with 130 (128 + SIGINT), as shells report an interrupted command.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Temporary files that exist until their write finishes or is refused.
 static IN_FLIGHT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Set while a sweep can wind down by itself; the first signal then only
+/// asks it to.
+static WINDS_DOWN: AtomicBool = AtomicBool::new(false);
+
+/// Set by the first signal a winding-down command receives.
+static STOP: AtomicBool = AtomicBool::new(false);
 
 /// The exit status of an interrupted run.
 pub const INTERRUPTED: u8 = 130;
@@ -14,16 +23,43 @@ pub const INTERRUPTED: u8 = 130;
 /// which also ends the process.
 pub fn install() {
     let _ = ctrlc::set_handler(|| {
-        for path in IN_FLIGHT
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain(..)
-        {
-            let _ = std::fs::remove_file(path);
+        if WINDS_DOWN.load(Ordering::SeqCst) && !STOP.swap(true, Ordering::SeqCst) {
+            eprintln!(
+                "\nsim: interrupted: no new runs start; the summary covers the runs finished \
+                 (interrupt again to quit at once)"
+            );
+            return;
         }
-        eprintln!("sim: interrupted");
-        std::process::exit(i32::from(INTERRUPTED));
+        quit_now();
     });
+}
+
+fn quit_now() -> ! {
+    for path in IN_FLIGHT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .drain(..)
+    {
+        let _ = std::fs::remove_file(path);
+    }
+    eprintln!("sim: interrupted");
+    std::process::exit(i32::from(INTERRUPTED));
+}
+
+/// From now on the first signal sets [`stop_flag`] instead of ending the
+/// process; the caller must watch the flag.
+pub fn wind_down_on_signal() {
+    WINDS_DOWN.store(true, Ordering::SeqCst);
+}
+
+/// The flag the first signal sets once [`wind_down_on_signal`] was called.
+pub fn stop_flag() -> &'static AtomicBool {
+    &STOP
+}
+
+/// Whether a signal asked the command to stop.
+pub fn interrupted() -> bool {
+    STOP.load(Ordering::SeqCst)
 }
 
 /// Registers `path` as a temporary file to remove if interrupted.

@@ -1,20 +1,29 @@
 //! `sim`: run, sweep and replay simulations of the retention worker.
 //!
 //! Exit status: 0 when every run kept the contract, 1 when any violated it,
-//! 2 for bad input, 130 when interrupted (Ctrl-C). `args.rs` holds the
-//! flags, `commands.rs`, `check.rs` and `sweep.rs` what each subcommand does,
-//! `files.rs` how a file is written without losing one, `output.rs`
-//! standard output that outlives a closed pipe, `interrupt.rs` what Ctrl-C
-//! does, `page.rs` the sweep's report page.
+//! 2 for bad input, 3 when `merge` lacks shards, 130 when interrupted
+//! (Ctrl-C, SIGTERM). `args.rs` holds the flags; `commands.rs`, `check.rs`,
+//! `sweep.rs` and `merge.rs` what each subcommand does; `summary.rs` the
+//! sweep summary document, `tally.rs` how it prints, `triage.rs` how it is
+//! compared with a baseline, `plan.rs` the shard plan, `progress.rs` the
+//! progress display; `files.rs` how a file is written without losing one,
+//! `output.rs` standard output that outlives a closed pipe, `interrupt.rs`
+//! what a signal does, `page.rs` the sweep's report page.
 
 mod args;
 mod check;
 mod commands;
 mod files;
 mod interrupt;
+mod merge;
 mod output;
 mod page;
+mod plan;
+mod progress;
+mod summary;
 mod sweep;
+mod tally;
+mod triage;
 
 use std::process::ExitCode;
 
@@ -83,7 +92,7 @@ fn main() -> ExitCode {
         .and_then(|()| parse_token(&token))
         .and_then(|spec| {
             if let Some(path) = save {
-                save_scenario(&spec, &path, force)?;
+                save_scenario(&spec, &path, force, "sim replay --save")?;
             }
             let outputs = Outputs {
                 jsonl: None,
@@ -111,6 +120,15 @@ fn main() -> ExitCode {
                 .and_then(|()| run_scenarios(&files, flaw, svg.as_deref(), force))
         }
         Command::Explore(args) => run_explore(&args),
+        Command::Merge(args) => {
+            return match merge::run_merge(&args) {
+                Ok(status) => ExitCode::from(status),
+                Err(message) => {
+                    eprintln!("sim: {message}");
+                    ExitCode::from(2)
+                }
+            };
+        }
         Command::Bench(args) => run_bench(&args),
         Command::Check {
             history,
@@ -122,6 +140,14 @@ fn main() -> ExitCode {
         } => preflight(&[history.as_path()], &[("--svg", svg.as_deref())], force)
             .and_then(|()| check_file(&history, timeline, partial, all, svg.as_deref(), force)),
     };
+    if interrupt::interrupted() {
+        // A sweep stopped by a signal has printed (and written) its partial
+        // summary; the status says it did not finish.
+        if let Err(message) = result {
+            eprintln!("sim: {message}");
+        }
+        return ExitCode::from(interrupt::INTERRUPTED);
+    }
     match result {
         Ok(passed) => ExitCode::from(if passed { 0 } else { 1 }),
         Err(message) => {

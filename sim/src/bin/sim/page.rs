@@ -102,6 +102,16 @@ pub fn write_report(
     }
     page.push_str("</table>\n");
     let drawn = match shrunk {
+        None if summary.failed_runs > 0 => {
+            let _ = writeln!(
+                page,
+                "<h2 id=\"first-failure\">First failure</h2>\n<p>{} runs failed; the sweep was \
+                 interrupted before the first was shrunk: <code>{}</code></p>",
+                summary.failed_runs,
+                escape(summary.first_failure.as_ref().map_or("", |(_, command)| command))
+            );
+            None
+        }
         None => {
             page.push_str("<h2 id=\"first-failure\">First failure</h2>\n<p>No run failed.</p>\n");
             None
@@ -109,8 +119,14 @@ pub fn write_report(
         Some(shrunk) => Some(failure_section(&mut page, summary, shrunk)?),
     };
     page.push_str("</body>\n</html>\n");
-    if let Some(svg) = &drawn {
-        write_picture(&dir.join("first-failure.svg"), svg, force)?;
+    let picture = dir.join("first-failure.svg");
+    match &drawn {
+        Some(svg) => write_picture(&picture, svg, force)?,
+        // An older report's picture would sit beside "No run failed.";
+        // it is only there to be replaced when `force` allowed that.
+        None if force && picture.is_file() => std::fs::remove_file(&picture)
+            .map_err(|error| format!("--report {}: {error}", picture.display()))?,
+        None => {}
     }
     write_checked(&dir.join("index.html"), &page, force, |_| Ok(()))
 }

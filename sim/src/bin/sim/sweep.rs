@@ -1,19 +1,30 @@
-//! What the many-run subcommands do: `explore` (a sweep, with its coverage
-//! table and, with `--report`, the page `page.rs` writes) and `bench`. Each returns whether every run kept the contract, or
-//! a message for bad input.
+//! What the many-run subcommands do: `explore` (a sweep, its shrunk
+//! failures and its summary; with `--report`, the page `page.rs` writes)
+//! and `bench`. Each returns whether every run kept the contract, or a
+//! message for bad input.
 
-use std::io::IsTerminal;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use retention_sim::RunSpec;
-use retention_sim::checker::PROBES;
-use retention_sim::report::replay_command;
+use retention_sim::model::Named;
+use retention_sim::report::{replay_command, replay_token};
 use retention_sim::search::{
-    BenchConfig, ExploreConfig, SHRINK_RUNS, bench, explore, peak_rss_mb, shrink, violated_clause,
+    BenchConfig, ExploreConfig, ExploreSummary, FailedSeed, SHRINK_RUNS, Shrunk, bench,
+    explore_until, peak_rss_mb, shrink, spec_for,
 };
 
 use crate::args::{BenchArgs, ExploreArgs};
-use crate::commands::print_shrunk;
+use crate::files::{preflight, write_checked};
+use crate::interrupt;
 use crate::output::say;
+use crate::progress::Watch;
+use crate::summary::{
+    Build, FORMAT, Failure, ShardPart, Shards, ShrunkPlan, Summary, Sweep, VERSION, seeds_in_shard,
+};
+use crate::tally::print_summary;
 
 /// The most threads a sweep starts.
 const MAX_JOBS: usize = 256;
@@ -61,83 +72,162 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
         flaw: args.flaw,
         shard: args.shard,
     };
-    let terminal = std::io::stderr().is_terminal();
-    let progress = |done: u64| {
-        if terminal && (done % 50 == 0 || done == args.seeds) {
-            eprint!("\r{done}/{} runs", args.seeds);
-        }
-    };
-    let summary = explore(&config, progress);
-    if terminal {
-        eprintln!();
+    if let Some(shards) = args.print_shard_plan {
+        return crate::plan::print_shard_plan(args, shards);
     }
-    // The first failure is printed at its smallest.
-    let shrunk = summary.first_failure.as_ref().and_then(|(spec, _)| {
-        violated_clause(spec).map(|clause| shrink(spec, clause, SHRINK_RUNS))
-    });
-    if let Some(dir) = &args.report {
-        let command = std::env::args().collect::<Vec<_>>().join(" ");
-        crate::page::write_report(dir, &command, &summary, shrunk.as_ref(), args.force)?;
-    }
+    let outputs = output_files(args)?;
+    let named: Vec<(&str, Option<&Path>)> =
+        outputs.iter().map(|(flag, path)| (*flag, Some(path.as_path()))).collect();
+    preflight(&[], &named, args.force)?;
+    interrupt::wind_down_on_signal();
+    let watch = Watch::new(seeds_in_shard(shard, shards, args.seeds), args.quiet);
+    let swept = explore_until(&config, interrupt::stop_flag(), |at| watch.update(at));
+    watch.finish();
+    let shrunk = shrink_failures(&config, &swept, args.shrink_max);
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let summary = summarize(args, &config, &swept, &shrunk, &command);
+    // Printed before anything is written, so a refused write loses nothing.
     if args.json {
-        let json = serde_json::json!({
-            "runs": summary.runs,
-            "failed_runs": summary.failed_runs,
-            "violations": summary.violations,
-            "violations_by_clause": summary.violations_by_clause,
-            "runs_per_sec": summary.runs_per_sec(),
-            "sim_to_wall_ratio": summary.sim_to_wall_ratio(),
-            "first_failure": shrunk.as_ref().map(|shrunk| replay_command(&shrunk.spec)),
-            "first_failure_unshrunk": summary.first_failure.as_ref().map(|(_, command)| command),
-            "shrunk": shrunk.as_ref().map(|shrunk| serde_json::json!({
-                "clause": shrunk.clause,
-                "size_before": shrunk.size_before,
-                "size_after": shrunk.size_after,
-                "runs": shrunk.runs,
-            })),
-            "peak_rss_mb": peak_rss_mb(),
-            "coverage": summary.coverage,
-        });
-        say!("{json}");
+        say!("{}", summary.to_json());
     } else {
-        say!(
-            "{} runs, {} failed, {} violations; {:.0} runs/s, simulated/wall time {:.0}x",
-            summary.runs,
-            summary.failed_runs,
-            summary.violations,
-            summary.runs_per_sec(),
-            summary.sim_to_wall_ratio()
-        );
-        for (clause, count) in &summary.violations_by_clause {
-            say!("  {clause}: {count}");
+        print_summary(&summary, &[])?;
+    }
+    let mut refused = Vec::new();
+    if let Some(path) = &args.summary {
+        let written = write_checked(path, &summary.to_json(), args.force, |text| {
+            serde_json::from_str::<Summary>(text)
+                .map(|_| ())
+                .map_err(|error| format!("the written summary does not read back: {error}"))
+        });
+        if let Err(problem) = written {
+            refused.push(format!("--summary {problem}"));
         }
-        print_coverage(&summary.coverage);
-        if let Some((_, command)) = &summary.first_failure {
-            say!("\nfirst failure, as drawn: {command}");
+    }
+    if let Some(dir) = &args.report {
+        let first = swept.failures.first().and_then(|f| shrunk.get(&f.seed));
+        if let Err(problem) = crate::page::write_report(dir, &command, &swept, first, args.force) {
+            refused.push(problem);
         }
-        if let Some(shrunk) = &shrunk {
-            print_shrunk(shrunk)?;
-        }
-        if let Some(mb) = peak_rss_mb() {
-            say!("peak memory {mb:.1} MiB");
-        }
+    }
+    if !refused.is_empty() {
+        return Err(refused.join("; "));
     }
     Ok(summary.failed_runs == 0)
 }
 
-/// The coverage table: each probe, how often the sweep reached it, and
-/// what it counts; probes never reached are marked.
-fn print_coverage(coverage: &std::collections::BTreeMap<&'static str, u64>) {
-    let missed = coverage.values().filter(|&&count| count == 0).count();
-    say!(
-        "coverage ({} of {} probes reached):",
-        coverage.len() - missed,
-        coverage.len()
-    );
-    for (probe, what) in PROBES {
-        let count = coverage.get(probe).copied().unwrap_or(0);
-        let mark = if count == 0 { "  NEVER" } else { "" };
-        say!("  {probe:<38} {count:>8}  {what}{mark}");
+/// The files `explore` writes, checked before the sweep starts: the
+/// report's pages if its folder exists, else the folder it would make.
+fn output_files(args: &ExploreArgs) -> Result<Vec<(&'static str, PathBuf)>, String> {
+    let mut files = Vec::new();
+    if let Some(path) = &args.summary {
+        files.push(("--summary", path.clone()));
+    }
+    if let Some(dir) = &args.report {
+        match std::fs::symlink_metadata(dir) {
+            Ok(found) if found.is_dir() => {
+                files.push(("--report", dir.join("index.html")));
+                files.push(("--report", dir.join("first-failure.svg")));
+            }
+            Ok(_) => {
+                return Err(format!(
+                    "--report {}: is not a folder (a file or a link); not replaced",
+                    dir.display()
+                ));
+            }
+            Err(_) => files.push(("--report", dir.clone())),
+        }
+    }
+    Ok(files)
+}
+
+/// Shrinks the lowest `max` failing seeds, on the sweep's threads. Skipped
+/// once interrupted: the failures are then listed as drawn.
+fn shrink_failures(config: &ExploreConfig, swept: &ExploreSummary, max: u64) -> BTreeMap<u64, Shrunk> {
+    let take = usize::try_from(max).unwrap_or(usize::MAX);
+    let chosen: Vec<&FailedSeed> = swept.failures.iter().take(take).collect();
+    let next = AtomicUsize::new(0);
+    let shrunk = Mutex::new(BTreeMap::new());
+    std::thread::scope(|scope| {
+        for _ in 0..config.jobs.clamp(1, chosen.len().max(1)) {
+            scope.spawn(|| {
+                while !interrupt::interrupted() {
+                    let Some(failure) = chosen.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                        return;
+                    };
+                    let spec = spec_for(config, failure.seed);
+                    let result = shrink(&spec, failure.clauses[0], SHRINK_RUNS);
+                    shrunk.lock().expect("no panic while shrinking").insert(failure.seed, result);
+                }
+            });
+        }
+    });
+    shrunk.into_inner().expect("no panic while shrinking")
+}
+
+/// The summary document of a finished (or interrupted) sweep.
+fn summarize(
+    args: &ExploreArgs,
+    config: &ExploreConfig,
+    swept: &ExploreSummary,
+    shrunk: &BTreeMap<u64, Shrunk>,
+    command: &str,
+) -> Summary {
+    let token = |spec: &RunSpec| -> serde_json::Value {
+        serde_json::from_str(&replay_token(spec)).expect("a token is JSON")
+    };
+    let failures = swept
+        .failures
+        .iter()
+        .map(|failure| Failure {
+            seed: failure.seed,
+            clauses: failure.clauses.iter().map(|c| (*c).to_owned()).collect(),
+            token: token(&spec_for(config, failure.seed)),
+            shrunk: shrunk.get(&failure.seed).map(|s| ShrunkPlan {
+                clause: s.clause.to_owned(),
+                token: token(&s.spec),
+                size_before: s.size_before as u64,
+                size_after: s.size_after as u64,
+                runs: s.runs as u64,
+            }),
+        })
+        .collect();
+    let (index, count) = args.shard;
+    Summary {
+        format: FORMAT.to_owned(),
+        version: VERSION,
+        build: Build::current(),
+        command: command.to_owned(),
+        sweep: Sweep {
+            start: args.start,
+            seeds: args.seeds,
+            swarm: args.swarm,
+            replicas: args.replicas,
+            flaw: args.flaw.map(|flaw| flaw.name().to_owned()),
+            shrink_max: args.shrink_max,
+        },
+        shards: Shards {
+            count,
+            held: vec![ShardPart {
+                index,
+                visited: swept.visited,
+            }],
+        },
+        partial: swept.visited < args.seeds,
+        runs: swept.runs,
+        failed_runs: swept.failed_runs,
+        violations: swept.violations,
+        violations_by_clause: swept.violations_by_clause.clone(),
+        coverage: swept
+            .coverage
+            .iter()
+            .map(|(probe, count)| ((*probe).to_owned(), *count))
+            .collect(),
+        wall_secs: swept.wall_secs,
+        simulated_secs: swept.simulated_secs,
+        runs_per_sec: swept.runs_per_sec(),
+        sim_to_wall_ratio: swept.sim_to_wall_ratio(),
+        peak_rss_mb: peak_rss_mb(),
+        failures,
     }
 }
 

@@ -1,0 +1,176 @@
+//! `sim merge`: shard summaries in, the whole sweep's summary out. Refuses
+//! summaries of different builds or sweeps and overlapping shards, naming
+//! the field; reports missing and interrupted shards.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::args::MergeArgs;
+use crate::files::{preflight, write_checked};
+use crate::output::say;
+use crate::summary::{Build, Summary};
+use crate::tally::print_summary;
+use crate::triage::{print_triage, save_failures, triage};
+
+/// `merge`'s exit status when every held run kept the contract but shards
+/// are missing or were interrupted.
+pub const INCOMPLETE: u8 = 3;
+
+/// Runs `sim merge`; returns the exit status.
+pub fn run_merge(args: &MergeArgs) -> Result<u8, String> {
+    let mut inputs: Vec<&Path> = args.summaries.iter().map(PathBuf::as_path).collect();
+    if let Some(baseline) = &args.baseline {
+        inputs.push(baseline);
+    }
+    preflight(&inputs, &[("--summary", args.summary.as_deref())], args.force)?;
+    let parts = args
+        .summaries
+        .iter()
+        .map(|path| Summary::load(path).map(|summary| (path.as_path(), summary)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let baseline = match &args.baseline {
+        Some(path) => Some(Summary::load(path).map_err(|e| format!("--baseline {e}"))?),
+        None => None,
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let (merged, missing) = merge(&parts, &command)?;
+    let triaged = baseline.as_ref().map(|old| triage(&merged, old));
+    if merged.build != Build::current() {
+        eprintln!(
+            "sim: note: the summaries come from build {} {}, this sim is {} {}: \
+             the failures shown are replayed by this build",
+            merged.build.version,
+            merged.build.source_hash,
+            Build::current().version,
+            Build::current().source_hash
+        );
+    }
+    if args.json {
+        match &triaged {
+            Some(triaged) => say!(
+                "{}",
+                serde_json::json!({ "summary": &merged, "triage": triaged.to_json() })
+            ),
+            None => say!("{}", merged.to_json()),
+        }
+    } else {
+        print_summary(&merged, &missing)?;
+        if let (Some(triaged), Some(path)) = (&triaged, &args.baseline) {
+            print_triage(triaged, path, baseline.as_ref().expect("loaded"), &merged);
+        }
+    }
+    if let Some(path) = &args.summary {
+        write_checked(path, &merged.to_json(), args.force, |text| {
+            serde_json::from_str::<Summary>(text)
+                .map(|_| ())
+                .map_err(|error| format!("the written summary does not read back: {error}"))
+        })
+        .map_err(|problem| format!("--summary {problem}"))?;
+    }
+    if let Some(dir) = &args.save_failures {
+        save_failures(&merged, dir, args.force)?;
+    }
+    let failing = match &triaged {
+        Some(triaged) => triaged.any_new(),
+        None => merged.failed_runs > 0,
+    };
+    Ok(if failing {
+        1
+    } else if merged.partial || !missing.is_empty() {
+        INCOMPLETE
+    } else {
+        0
+    })
+}
+
+/// The summary of every shard in `parts`, and the shards none holds.
+pub fn merge(parts: &[(&Path, Summary)], command: &str) -> Result<(Summary, Vec<u64>), String> {
+    let (first_path, first) = parts.first().ok_or("no summary to merge")?;
+    let mut merged = first.clone();
+    merged.command = command.to_owned();
+    for (at, (path, part)) in parts.iter().enumerate().skip(1) {
+        same_sweep((first_path, first), (path, part))?;
+        for shard in &part.shards.held {
+            if let Some(holder) = parts[..at]
+                .iter()
+                .find(|(_, other)| other.shards.held.iter().any(|s| s.index == shard.index))
+            {
+                return Err(format!(
+                    "shard {}/{} is in both {} and {}: a shard is merged once",
+                    shard.index,
+                    part.shards.count,
+                    holder.0.display(),
+                    path.display()
+                ));
+            }
+        }
+        add(&mut merged, part);
+    }
+    merged.shards.held.sort_by_key(|shard| shard.index);
+    merged.failures.sort_by_key(|failure| failure.seed);
+    merged.partial = merged.shards.held.iter().any(|s| s.visited < merged.sweep.seeds);
+    merged.runs_per_sec = merged.runs as f64 / merged.wall_secs.max(1e-9);
+    merged.sim_to_wall_ratio = merged.simulated_secs / merged.wall_secs.max(1e-9);
+    merged
+        .consistent()
+        .expect("a merge of consistent, disjoint shards is consistent");
+    let held: BTreeSet<u64> = merged.shards.held.iter().map(|s| s.index).collect();
+    let missing = (1..=merged.shards.count)
+        .filter(|index| !held.contains(index))
+        .collect();
+    Ok((merged, missing))
+}
+
+/// Refuses two summaries that are not shards of one sweep by one build.
+fn same_sweep((a_path, a): (&Path, &Summary), (b_path, b): (&Path, &Summary)) -> Result<(), String> {
+    let differs = |field: &str, a_value: String, b_value: String| {
+        Err(format!(
+            "{field} differs: {} has {a_value}, {} has {b_value}; only shards of one sweep by one build merge",
+            a_path.display(),
+            b_path.display()
+        ))
+    };
+    let fields = [
+        ("build.version", j(&a.build.version), j(&b.build.version)),
+        ("build.source_hash", j(&a.build.source_hash), j(&b.build.source_hash)),
+        ("sweep.start", j(&a.sweep.start), j(&b.sweep.start)),
+        ("sweep.seeds", j(&a.sweep.seeds), j(&b.sweep.seeds)),
+        ("sweep.swarm", j(&a.sweep.swarm), j(&b.sweep.swarm)),
+        ("sweep.replicas", j(&a.sweep.replicas), j(&b.sweep.replicas)),
+        ("sweep.flaw", j(&a.sweep.flaw), j(&b.sweep.flaw)),
+        ("sweep.shrink_max", j(&a.sweep.shrink_max), j(&b.sweep.shrink_max)),
+        ("shards.count", j(&a.shards.count), j(&b.shards.count)),
+    ];
+    for (field, a_value, b_value) in fields {
+        if a_value != b_value {
+            return differs(field, a_value, b_value);
+        }
+    }
+    Ok(())
+}
+
+/// A field's value as JSON, as it reads in the file.
+fn j(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value).expect("a field serialises")
+}
+
+/// Adds `part`'s runs to `merged`.
+fn add(merged: &mut Summary, part: &Summary) {
+    merged.shards.held.extend(part.shards.held.iter().copied());
+    merged.runs += part.runs;
+    merged.failed_runs += part.failed_runs;
+    merged.violations += part.violations;
+    for (clause, count) in &part.violations_by_clause {
+        *merged.violations_by_clause.entry(clause.clone()).or_default() += count;
+    }
+    for (probe, count) in &part.coverage {
+        *merged.coverage.entry(probe.clone()).or_default() += count;
+    }
+    merged.wall_secs += part.wall_secs;
+    merged.simulated_secs += part.simulated_secs;
+    merged.peak_rss_mb = match (merged.peak_rss_mb, part.peak_rss_mb) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    merged.failures.extend(part.failures.iter().cloned());
+}

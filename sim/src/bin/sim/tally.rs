@@ -1,0 +1,136 @@
+//! A sweep summary printed for people: the counts, the shards it covers,
+//! the coverage table, the first failure at its smallest and the rest of
+//! the failures. `explore` and `merge` print through this one function.
+
+use std::collections::BTreeMap;
+
+use retention_sim::checker::PROBES;
+use retention_sim::report::{parse_token, replay_command};
+
+use crate::commands::print_shrunk_plan;
+use crate::output::say;
+use crate::summary::{Summary, seeds_in_shard};
+
+/// Failures listed by seed after the first; the rest are in the JSON.
+const FAILURES_LISTED: usize = 10;
+
+/// Prints `summary`; `missing` names shards a merge did not get.
+pub fn print_summary(summary: &Summary, missing: &[u64]) -> Result<(), String> {
+    say!(
+        "{} runs, {} failed, {} violations; {:.0} runs/s, simulated/wall time {:.0}x",
+        summary.runs,
+        summary.failed_runs,
+        summary.violations,
+        summary.runs_per_sec,
+        summary.sim_to_wall_ratio
+    );
+    for (clause, count) in &summary.violations_by_clause {
+        say!("  {clause}: {count}");
+    }
+    print_shards(summary, missing);
+    print_coverage(&summary.coverage);
+    if let Some(first) = summary.failures.first() {
+        let drawn = parse_token(&first.token.to_string())?;
+        say!("\nfirst failure, as drawn: {}", replay_command(&drawn));
+        if let Some(shrunk) = &first.shrunk {
+            let spec = parse_token(&shrunk.token.to_string())?;
+            let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+            let sizes = (size(shrunk.size_before), size(shrunk.size_after), size(shrunk.runs));
+            print_shrunk_plan(&spec, &shrunk.clause, sizes)?;
+        }
+    }
+    if summary.failures.len() > 1 {
+        print_failures(summary)?;
+    }
+    if let Some(mb) = summary.peak_rss_mb {
+        say!("peak memory {mb:.1} MiB");
+    }
+    Ok(())
+}
+
+/// Which shards the summary covers, and what it lacks: a shard stopped
+/// early or missing.
+fn print_shards(summary: &Summary, missing: &[u64]) {
+    let shards = &summary.shards;
+    let seeds = &summary.sweep;
+    let last = seeds.start.saturating_add(seeds.seeds - 1);
+    if shards.count > 1 {
+        let held: Vec<String> = shards.held.iter().map(|p| p.index.to_string()).collect();
+        say!(
+            "shards {} of {} (seeds {}..={last}, every {}th)",
+            held.join(", "),
+            shards.count,
+            seeds.start,
+            shards.count
+        );
+    }
+    for index in missing {
+        say!(
+            "MISSING shard {index}/{}: its {} seeds were not run",
+            shards.count,
+            seeds_in_shard(*index, shards.count, seeds.seeds)
+        );
+    }
+    for part in &shards.held {
+        if part.visited < seeds.seeds {
+            let wanted = seeds_in_shard(part.index, shards.count, seeds.seeds);
+            let ran = seeds_in_shard(part.index, shards.count, part.visited);
+            say!(
+                "PARTIAL shard {}/{}: interrupted after {ran} of its {wanted} seeds \
+                 (every seed below {} was run)",
+                part.index,
+                shards.count,
+                seeds.start.saturating_add(part.visited)
+            );
+        }
+    }
+}
+
+/// Each failure after the first, lowest seed first, with the command that
+/// replays it at its smallest when it was shrunk.
+fn print_failures(summary: &Summary) -> Result<(), String> {
+    let distinct: std::collections::BTreeSet<String> =
+        summary.failures.iter().filter_map(|f| f.signature()).collect();
+    let shrunk = summary.failures.iter().filter(|f| f.shrunk.is_some()).count();
+    say!(
+        "\n{} failures; {shrunk} shrunk, to {} distinct plans (lowest seeds first):",
+        summary.failures.len(),
+        distinct.len()
+    );
+    for failure in summary.failures.iter().take(FAILURES_LISTED) {
+        let spec = parse_token(&failure.best_token().to_string())?;
+        let state = if failure.shrunk.is_some() { "shrunk" } else { "as drawn" };
+        say!(
+            "  seed {} {} ({state}): {}",
+            failure.seed,
+            failure.clauses.join(", "),
+            replay_command(&spec)
+        );
+    }
+    if summary.failures.len() > FAILURES_LISTED {
+        say!(
+            "  ... and {} more (every one is in --json and --summary)",
+            summary.failures.len() - FAILURES_LISTED
+        );
+    }
+    Ok(())
+}
+
+/// The coverage table: each probe, how often the sweep reached it, and
+/// what it counts; probes never reached are marked.
+fn print_coverage(coverage: &BTreeMap<String, u64>) {
+    let missed = PROBES
+        .iter()
+        .filter(|(probe, _)| coverage.get(*probe).copied().unwrap_or(0) == 0)
+        .count();
+    say!(
+        "coverage ({} of {} probes reached):",
+        PROBES.len() - missed,
+        PROBES.len()
+    );
+    for (probe, what) in PROBES {
+        let count = coverage.get(*probe).copied().unwrap_or(0);
+        let mark = if count == 0 { "  NEVER" } else { "" };
+        say!("  {probe:<38} {count:>8}  {what}{mark}");
+    }
+}

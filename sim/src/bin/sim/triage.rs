@@ -1,0 +1,172 @@
+//! Triage: a sweep's failures against a baseline's, keyed by clause and
+//! shrunk plan (not by seed), sorted into new, still failing and fixed; and
+//! `--save-failures`, which keeps each distinct one as a scenario file.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use retention_sim::report::{parse_token, replay_command};
+
+use crate::commands::save_scenario;
+use crate::files::may_write;
+use crate::output::say;
+use crate::summary::{Failure, Summary};
+
+/// The sweep's failures sorted against the baseline's.
+pub struct Triage {
+    /// Distinct failures (lowest seed of each) the baseline did not have.
+    pub new: Vec<Failure>,
+    /// Distinct failures both have (this sweep's lowest seed of each).
+    pub still_failing: Vec<Failure>,
+    /// The baseline's distinct failures this sweep does not have.
+    pub fixed: Vec<Failure>,
+    /// Failures not shrunk (beyond `--shrink-max`): they have no plan to key.
+    pub untriaged: u64,
+    /// Clauses violated only by untriaged failures, and not in the baseline.
+    pub new_untriaged_clauses: Vec<String>,
+}
+
+impl Triage {
+    /// Whether the sweep broke anything the baseline did not.
+    pub fn any_new(&self) -> bool {
+        !self.new.is_empty() || !self.new_untriaged_clauses.is_empty()
+    }
+
+    /// The triage as JSON (`merge --json --baseline`).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "new": self.new,
+            "still_failing": self.still_failing,
+            "fixed": self.fixed,
+            "untriaged": self.untriaged,
+            "new_untriaged_clauses": self.new_untriaged_clauses,
+        })
+    }
+}
+
+/// Each distinct shrunk failure once: its lowest seed, keyed by signature.
+fn distinct(summary: &Summary) -> BTreeMap<String, &Failure> {
+    let mut by_signature = BTreeMap::new();
+    for failure in &summary.failures {
+        if let Some(signature) = failure.signature() {
+            by_signature.entry(signature).or_insert(failure);
+        }
+    }
+    by_signature
+}
+
+/// Sorts `current`'s failures against `baseline`'s.
+pub fn triage(current: &Summary, baseline: &Summary) -> Triage {
+    let (now, before) = (distinct(current), distinct(baseline));
+    let pick = |from: &BTreeMap<String, &Failure>, keep: &dyn Fn(&String) -> bool| {
+        let mut chosen: Vec<Failure> = from
+            .iter()
+            .filter(|(signature, _)| keep(signature))
+            .map(|(_, failure)| (*failure).clone())
+            .collect();
+        chosen.sort_by_key(|failure| failure.seed);
+        chosen
+    };
+    let untriaged: Vec<&Failure> = current.failures.iter().filter(|f| f.shrunk.is_none()).collect();
+    let triaged_clauses: BTreeSet<&String> = current
+        .failures
+        .iter()
+        .filter(|f| f.shrunk.is_some())
+        .flat_map(|f| &f.clauses)
+        .collect();
+    let untriaged_clauses: BTreeSet<String> = untriaged
+        .iter()
+        .flat_map(|f| f.clauses.iter())
+        .filter(|clause| !triaged_clauses.contains(clause))
+        .filter(|clause| !baseline.violations_by_clause.contains_key(*clause))
+        .cloned()
+        .collect();
+    Triage {
+        new: pick(&now, &|s| !before.contains_key(s)),
+        still_failing: pick(&now, &|s| before.contains_key(s)),
+        fixed: pick(&before, &|s| !now.contains_key(s)),
+        untriaged: untriaged.len() as u64,
+        new_untriaged_clauses: untriaged_clauses.into_iter().collect(),
+    }
+}
+
+/// Prints the triage after the merged summary.
+pub fn print_triage(triaged: &Triage, path: &Path, baseline: &Summary, current: &Summary) {
+    say!(
+        "\ntriage against {} ({} runs, {} failed; build {} {}):",
+        path.display(),
+        baseline.runs,
+        baseline.failed_runs,
+        baseline.build.version,
+        baseline.build.source_hash
+    );
+    let sections = [
+        ("new", &triaged.new),
+        ("still failing", &triaged.still_failing),
+        ("fixed", &triaged.fixed),
+    ];
+    for (name, failures) in sections {
+        say!("  {name}: {}", failures.len());
+        for failure in failures {
+            let command = parse_token(&failure.best_token().to_string())
+                .map_or_else(|_| failure.best_token().to_string(), |spec| replay_command(&spec));
+            say!("    {} (seed {}): {command}", failure.clauses[0], failure.seed);
+        }
+    }
+    if triaged.untriaged > 0 {
+        say!(
+            "  not triaged: {} failures beyond --shrink-max were not shrunk{}",
+            triaged.untriaged,
+            if triaged.new_untriaged_clauses.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; NEW clauses among them: {}",
+                    triaged.new_untriaged_clauses.join(", ")
+                )
+            }
+        );
+    }
+    if baseline.sweep != current.sweep {
+        say!("  (the baseline swept other seeds or settings: \"fixed\" may mean only \"not drawn here\")");
+    }
+}
+
+/// Writes each distinct shrunk failure of `summary` as `DIR/CLAUSE-seed-SEED.toml`
+/// (made if missing). Every target is checked before the first is written.
+pub fn save_failures(summary: &Summary, dir: &Path, force: bool) -> Result<(), String> {
+    let flag = "--save-failures";
+    if !dir.is_dir() {
+        std::fs::create_dir(dir)
+            .map_err(|error| format!("{flag} {}: cannot make the folder: {error}", dir.display()))?;
+    }
+    let mut chosen: Vec<&Failure> = distinct(summary).into_values().collect();
+    chosen.sort_by_key(|failure| failure.seed);
+    let targets: Vec<std::path::PathBuf> = chosen
+        .iter()
+        .map(|failure| {
+            let clause = failure.shrunk.as_ref().map_or(&failure.clauses[0], |s| &s.clause);
+            dir.join(format!("{}-seed-{}.toml", clause.to_lowercase(), failure.seed))
+        })
+        .collect();
+    for target in &targets {
+        may_write(target, force).map_err(|problem| format!("{flag} {problem}"))?;
+    }
+    let origin = "sim merge --save-failures";
+    for (failure, target) in chosen.iter().zip(&targets) {
+        let spec = parse_token(&failure.best_token().to_string())?;
+        save_scenario(&spec, target, force, origin)?;
+    }
+    let not_shrunk = summary.failures.iter().filter(|f| f.shrunk.is_none()).count();
+    eprintln!(
+        "saved {} distinct failures in {}{}",
+        targets.len(),
+        dir.display(),
+        if not_shrunk > 0 {
+            format!(" ({not_shrunk} not shrunk were not saved)")
+        } else {
+            String::new()
+        }
+    );
+    Ok(())
+}
