@@ -15,7 +15,10 @@ const INPUTS: [&str; 6] = [
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
-    let root = manifest.parent().expect("sim/ sits in the workspace").to_owned();
+    let root = manifest
+        .parent()
+        .expect("sim/ sits in the workspace")
+        .to_owned();
     let mut files = Vec::new();
     for input in INPUTS {
         let path = root.join(input);

@@ -204,7 +204,10 @@ fn a_worker_on_shared_dependencies_renews_through_them() {
             retention_worker::Clock::now_ms(&clock),
             retention_worker::Clock::now_ms(&*clock),
         );
-        assert!(shared == own && own >= 5_000, "the Arc reads its clock: {shared} vs {own}");
+        assert!(
+            shared == own && own >= 5_000,
+            "the Arc reads its clock: {shared} vs {own}"
+        );
         let report = worker.run().await.unwrap();
         assert_eq!(report.end, TermEnd::Capped);
         let retention_ms = i64::try_from(WorkerConfig::default().retention_ms).unwrap();
@@ -292,7 +295,8 @@ fn serve_counts_the_terms_that_lost_leadership() {
 /// elsewhere has only that refusal, naming the field.
 #[test]
 fn the_worker_refuses_a_zero_retention_ttl_or_renew_interval() {
-    let zeroed: [(&str, fn(&mut WorkerConfig)); 3] = [
+    type Zero = fn(&mut WorkerConfig);
+    let zeroed: [(&str, Zero); 3] = [
         ("retention_ms", |c| c.retention_ms = 0),
         ("lease_ttl_ms", |c| c.lease_ttl_ms = 0),
         ("renew_interval_ms", |c| c.renew_interval_ms = 0),

@@ -13,7 +13,9 @@ use crate::cli::sim;
 const SHARDS: usize = 4;
 
 fn load(relative: &str) -> Vec<Yaml> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(relative);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(relative);
     let text = std::fs::read_to_string(&path).unwrap();
     YamlLoader::load_from_str(&text).unwrap_or_else(|e| panic!("{relative}: {e}"))
 }
@@ -21,7 +23,14 @@ fn load(relative: &str) -> Vec<Yaml> {
 /// The plan the workflow and the Jobs were written from.
 fn plan() -> Vec<String> {
     let (code, out, err) = sim(&[
-        "explore", "--seeds", "1000000", "--swarm", "--jobs", "2", "--print-shard-plan", "4",
+        "explore",
+        "--seeds",
+        "1000000",
+        "--swarm",
+        "--jobs",
+        "2",
+        "--print-shard-plan",
+        "4",
     ]);
     assert_eq!(code, 0, "{err}");
     let lines: Vec<String> = out
@@ -43,7 +52,10 @@ fn stubbed(shell: &str, script: &str, envs: &[(&str, String)], status: i32) -> (
         .output()
         .unwrap();
     (
-        String::from_utf8(output.stdout).unwrap().trim_end().to_owned(),
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .trim_end()
+            .to_owned(),
         output.status.code().unwrap(),
     )
 }
@@ -108,16 +120,19 @@ fn the_kubernetes_indexed_job_runs_the_shard_plan_and_merges_it() {
     assert_eq!(job["spec"]["completionMode"].as_str(), Some("Indexed"));
     assert_eq!(job["spec"]["completions"].as_i64(), Some(SHARDS as i64));
     let (shard_script, shard_dir) = script(job);
-    for index in 0..SHARDS {
+    for (index, line) in plan[..SHARDS].iter().enumerate() {
         let envs = [("JOB_COMPLETION_INDEX", index.to_string())];
         let (printed, status) = stubbed("sh", shard_script, &envs, 0);
-        assert_eq!((printed.as_str(), status), (plan[index].as_str(), 0));
+        assert_eq!((printed.as_str(), status), (line.as_str(), 0));
         assert_eq!(stubbed("sh", shard_script, &envs, 1).1, 0);
         assert_ne!(stubbed("sh", shard_script, &envs, 2).1, 0);
     }
     let merge = &load("sim/deploy/merge-job.yaml")[0];
     let (merge_script, merge_dir) = script(merge);
-    assert_eq!(merge_dir, shard_dir, "the merge reads where the shards wrote");
+    assert_eq!(
+        merge_dir, shard_dir,
+        "the merge reads where the shards wrote"
+    );
     let claim = |job: &Yaml| {
         job["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"]
             .as_str()

@@ -115,7 +115,10 @@ fn the_reference_record_table_agrees_with_the_simulated_database() {
                 simulated.remove_locked(step + 1, &locked);
                 let expected: Vec<(u64, i64)> =
                     locked.iter().map(|r| (r.id, r.created_at_ms)).collect();
-                assert_eq!(deleted, expected, "step {step}: delete older than {at}, {limit}");
+                assert_eq!(
+                    deleted, expected,
+                    "step {step}: delete older than {at}, {limit}"
+                );
             }
         }
         assert_eq!(reference.len(), simulated.len(), "step {step}");

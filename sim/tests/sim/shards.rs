@@ -55,7 +55,15 @@ const SAME_FIELDS: [&str; 9] = [
 #[test]
 fn a_sweep_run_as_shards_merges_to_the_sweep_run_whole() {
     let dir = scratch("shards");
-    let sweep = ["--seeds", "45", "--swarm", "--flaw", "stale-release"];
+    let sweep = [
+        "--seeds",
+        "45",
+        "--swarm",
+        "--flaw",
+        "stale-release",
+        "--shrink-max",
+        "100",
+    ];
     let whole_args = [&["explore"][..], &sweep, &["--summary", "whole.json", "-q"]].concat();
     let (code, whole_text, err) = sim_in(&dir, &whole_args);
     assert_eq!(code, 1, "the flaw is found: {err}");
@@ -72,21 +80,26 @@ fn a_sweep_run_as_shards_merges_to_the_sweep_run_whole() {
         let (code, _, err) = sim_in(&dir, shard);
         assert!(code <= 1, "{shard:?}: {err}");
     }
-    let (code, merged_text, err) = sim_in(&dir, &[&commands[3][..], &["--summary", "merged.json"]].concat());
+    let (code, merged_text, err) = sim_in(
+        &dir,
+        &[&commands[3][..], &["--summary", "merged.json"]].concat(),
+    );
     assert_eq!(code, 1, "a merge with violations exits 1: {err}");
 
-    let (whole, merged) = (read_json(&dir.join("whole.json")), read_json(&dir.join("merged.json")));
+    let (whole, merged) = (
+        read_json(&dir.join("whole.json")),
+        read_json(&dir.join("merged.json")),
+    );
     for field in SAME_FIELDS {
         assert_eq!(whole[field], merged[field], "{field} differs");
     }
     let failures = whole["failures"].as_array().unwrap();
-    assert!(
-        (2..=20).contains(&failures.len()),
-        "a few failures, each shrunk in both: {}",
-        failures.len()
-    );
+    assert!(failures.len() >= 2, "failures to merge: {}", failures.len());
     assert!(failures.iter().all(|f| f["shrunk"].is_object()));
-    assert_eq!(whole["failures"], merged["failures"], "every failure, shrunk alike");
+    assert_eq!(
+        whole["failures"], merged["failures"],
+        "every failure, shrunk alike"
+    );
     assert_eq!(merged["shards"]["count"], 3);
     assert_eq!(merged["partial"], false);
 
@@ -98,7 +111,10 @@ fn a_sweep_run_as_shards_merges_to_the_sweep_run_whole() {
             .collect()
     };
     assert_eq!(comparable(&whole_text), comparable(&merged_text));
-    assert!(whole_text.contains("first failure, as drawn"), "{whole_text}");
+    assert!(
+        whole_text.contains("first failure, as drawn"),
+        "{whole_text}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -106,17 +122,48 @@ fn a_sweep_run_as_shards_merges_to_the_sweep_run_whole() {
 fn merge_refuses_what_is_not_one_sweep_and_reports_missing_shards() {
     let dir = scratch("merge-refusals");
     for (shard, file) in [("1/3", "a.json"), ("2/3", "b.json")] {
-        let args = ["explore", "--seeds", "12", "-q", "--shard", shard, "--summary", file];
+        let args = [
+            "explore",
+            "--seeds",
+            "12",
+            "-q",
+            "--shard",
+            shard,
+            "--summary",
+            file,
+        ];
         assert_eq!(sim_in(&dir, &args).0, 0);
     }
-    let args = ["explore", "--seeds", "12", "-q", "--shard", "1/2", "--summary", "half.json"];
+    let args = [
+        "explore",
+        "--seeds",
+        "12",
+        "-q",
+        "--shard",
+        "1/2",
+        "--summary",
+        "half.json",
+    ];
     assert_eq!(sim_in(&dir, &args).0, 0);
-    let args = ["explore", "--seeds", "12", "-q", "--swarm", "--shard", "3/3", "--summary", "swarm.json"];
+    let args = [
+        "explore",
+        "--seeds",
+        "12",
+        "-q",
+        "--swarm",
+        "--shard",
+        "3/3",
+        "--summary",
+        "swarm.json",
+    ];
     assert_eq!(sim_in(&dir, &args).0, 0);
 
     let (code, out, _) = sim_in(&dir, &["merge", "a.json", "b.json"]);
     assert_eq!(code, 3, "a shard is missing: {out}");
-    assert!(out.contains("MISSING shard 3/3: its 4 seeds were not run"), "{out}");
+    assert!(
+        out.contains("MISSING shard 3/3: its 4 seeds were not run"),
+        "{out}"
+    );
     assert!(out.starts_with("8 runs, 0 failed"), "{out}");
 
     let edit = |name: &str, change: &dyn Fn(&mut Value)| {
@@ -124,23 +171,40 @@ fn merge_refuses_what_is_not_one_sweep_and_reports_missing_shards() {
         change(&mut value);
         std::fs::write(dir.join(name), value.to_string()).unwrap();
     };
-    edit("other-build.json", &|v| v["build"]["source_hash"] = "0000".into());
+    edit("other-build.json", &|v| {
+        v["build"]["source_hash"] = "0000".into()
+    });
     edit("lying.json", &|v| v["runs"] = 5.into());
     edit("newer.json", &|v| v["version"] = 2.into());
     std::fs::write(dir.join("other.json"), r#"{"runs": 4}"#).unwrap();
     let refusals: [(&[&str], &str); 7] = [
-        (&["a.json", "swarm.json"], "sweep.swarm differs: a.json has false, swarm.json has true"),
+        (
+            &["a.json", "swarm.json"],
+            "sweep.swarm differs: a.json has false, swarm.json has true",
+        ),
         (&["a.json", "half.json"], "shards.count differs"),
-        (&["a.json", "b.json", "a.json"], "shard 1/3 is in both a.json and a.json"),
+        (
+            &["a.json", "b.json", "a.json"],
+            "shard 1/3 is in both a.json and a.json",
+        ),
         (&["a.json", "other-build.json"], "build.source_hash differs"),
-        (&["a.json", "lying.json"], "lying.json: runs: 5 but the shards held ran 4 seeds"),
-        (&["newer.json"], "newer.json: version: 2; this sim reads version 1 only"),
+        (
+            &["a.json", "lying.json"],
+            "lying.json: runs: 5 but the shards held ran 4 seeds",
+        ),
+        (
+            &["newer.json"],
+            "newer.json: version: 2; this sim reads version 1 only",
+        ),
         (&["other.json"], "other.json: not a sweep summary"),
     ];
     for (files, expected) in refusals {
         let (code, _, err) = sim_in(&dir, &[&["merge"][..], files].concat());
         assert_eq!(code, 2, "{files:?}: {err}");
-        assert!(err.contains(expected), "{files:?}: {err:?} should say {expected:?}");
+        assert!(
+            err.contains(expected),
+            "{files:?}: {err:?} should say {expected:?}"
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -152,8 +216,22 @@ fn merge_refuses_what_is_not_one_sweep_and_reports_missing_shards() {
 fn triage_sorts_failures_into_new_still_failing_and_fixed() {
     let dir = scratch("triage");
     let sweep = ["explore", "--seeds", "30", "--swarm", "-q"];
-    assert_eq!(sim_in(&dir, &[&sweep[..], &["--summary", "real.json"]].concat()).0, 0);
-    let flawed = [&sweep[..], &["--flaw", "moving-cutoff", "--summary", "flawed.json"]].concat();
+    assert_eq!(
+        sim_in(&dir, &[&sweep[..], &["--summary", "real.json"]].concat()).0,
+        0
+    );
+    let flawed = [
+        &sweep[..],
+        &[
+            "--flaw",
+            "moving-cutoff",
+            "--shrink-max",
+            "100",
+            "--summary",
+            "flawed.json",
+        ],
+    ]
+    .concat();
     assert_eq!(sim_in(&dir, &flawed).0, 1);
 
     let triage = |current: &str, baseline: &str| {
@@ -163,7 +241,10 @@ fn triage_sorts_failures_into_new_still_failing_and_fixed() {
         (code, count("new"), count("still_failing"), count("fixed"))
     };
     let (code, new, still, fixed) = triage("flawed.json", "real.json");
-    assert!(new > 0 && (code, still, fixed) == (1, 0, 0), "{code} {new} {still} {fixed}");
+    assert!(
+        new > 0 && (code, still, fixed) == (1, 0, 0),
+        "{code} {new} {still} {fixed}"
+    );
     assert_eq!(triage("flawed.json", "flawed.json"), (0, 0, new, 0));
     assert_eq!(triage("real.json", "flawed.json"), (0, 0, 0, new));
 
@@ -231,7 +312,10 @@ fn an_interrupted_sweep_reports_what_it_ran_and_exits_130() {
             String::from_utf8(output.stderr).unwrap(),
         );
         assert_eq!(output.status.code(), Some(130), "{signal}: {err}");
-        assert!(out.contains("PARTIAL shard 1/1: interrupted after"), "{signal}: {out}");
+        assert!(
+            out.contains("PARTIAL shard 1/1: interrupted after"),
+            "{signal}: {out}"
+        );
         assert!(err.contains("no new runs start"), "{signal}: {err}");
         let summary = read_json(&dir.join(&file));
         assert_eq!(summary["partial"], true);

@@ -234,7 +234,7 @@ pub struct MergeArgs {
     #[arg(long, value_name = "OLD.json")]
     pub baseline: Option<std::path::PathBuf>,
     /// Write each distinct shrunk failure as a scenario file in this folder
-    /// (made if missing), named CLAUSE-seed-SEED.toml.
+    /// (made if missing), named [FLAW-]CLAUSE-seed-SEED.toml.
     #[arg(long, value_name = "DIR")]
     pub save_failures: Option<std::path::PathBuf>,
     /// Replace files that exist.

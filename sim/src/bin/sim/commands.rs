@@ -264,10 +264,15 @@ pub fn save_scenario(
             ..Expect::default()
         },
     };
-    let comment = format!(
-        "Saved by `{origin}`: it expects what the run did when saved.\n\
-         Once the bug is fixed, empty expect.violates so the scenario must pass."
-    );
+    let then = match spec.flaw {
+        Some(flaw) => format!(
+            "The worker is the variant with the flaw {}, on purpose: the harness must\n\
+             keep finding this failure.",
+            flaw.name()
+        ),
+        None => "Once the bug is fixed, empty expect.violates so the scenario must pass.".into(),
+    };
+    let comment = format!("Saved by `{origin}`: it expects what the run did when saved.\n{then}");
     write_checked(path, &scenario.to_toml(&comment), force, |text| {
         Scenario::parse(path, text)
             .map(|_| ())

@@ -22,7 +22,11 @@ pub fn run_merge(args: &MergeArgs) -> Result<u8, String> {
     if let Some(baseline) = &args.baseline {
         inputs.push(baseline);
     }
-    preflight(&inputs, &[("--summary", args.summary.as_deref())], args.force)?;
+    preflight(
+        &inputs,
+        &[("--summary", args.summary.as_deref())],
+        args.force,
+    )?;
     let parts = args
         .summaries
         .iter()
@@ -108,7 +112,11 @@ pub fn merge(parts: &[(&Path, Summary)], command: &str) -> Result<(Summary, Vec<
     }
     merged.shards.held.sort_by_key(|shard| shard.index);
     merged.failures.sort_by_key(|failure| failure.seed);
-    merged.partial = merged.shards.held.iter().any(|s| s.visited < merged.sweep.seeds);
+    merged.partial = merged
+        .shards
+        .held
+        .iter()
+        .any(|s| s.visited < merged.sweep.seeds);
     merged.runs_per_sec = merged.runs as f64 / merged.wall_secs.max(1e-9);
     merged.sim_to_wall_ratio = merged.simulated_secs / merged.wall_secs.max(1e-9);
     merged
@@ -122,7 +130,10 @@ pub fn merge(parts: &[(&Path, Summary)], command: &str) -> Result<(Summary, Vec<
 }
 
 /// Refuses two summaries that are not shards of one sweep by one build.
-fn same_sweep((a_path, a): (&Path, &Summary), (b_path, b): (&Path, &Summary)) -> Result<(), String> {
+fn same_sweep(
+    (a_path, a): (&Path, &Summary),
+    (b_path, b): (&Path, &Summary),
+) -> Result<(), String> {
     let differs = |field: &str, a_value: String, b_value: String| {
         Err(format!(
             "{field} differs: {} has {a_value}, {} has {b_value}; only shards of one sweep by one build merge",
@@ -132,13 +143,21 @@ fn same_sweep((a_path, a): (&Path, &Summary), (b_path, b): (&Path, &Summary)) ->
     };
     let fields = [
         ("build.version", j(&a.build.version), j(&b.build.version)),
-        ("build.source_hash", j(&a.build.source_hash), j(&b.build.source_hash)),
+        (
+            "build.source_hash",
+            j(&a.build.source_hash),
+            j(&b.build.source_hash),
+        ),
         ("sweep.start", j(&a.sweep.start), j(&b.sweep.start)),
         ("sweep.seeds", j(&a.sweep.seeds), j(&b.sweep.seeds)),
         ("sweep.swarm", j(&a.sweep.swarm), j(&b.sweep.swarm)),
         ("sweep.replicas", j(&a.sweep.replicas), j(&b.sweep.replicas)),
         ("sweep.flaw", j(&a.sweep.flaw), j(&b.sweep.flaw)),
-        ("sweep.shrink_max", j(&a.sweep.shrink_max), j(&b.sweep.shrink_max)),
+        (
+            "sweep.shrink_max",
+            j(&a.sweep.shrink_max),
+            j(&b.sweep.shrink_max),
+        ),
         ("shards.count", j(&a.shards.count), j(&b.shards.count)),
     ];
     for (field, a_value, b_value) in fields {
@@ -161,7 +180,10 @@ fn add(merged: &mut Summary, part: &Summary) {
     merged.failed_runs += part.failed_runs;
     merged.violations += part.violations;
     for (clause, count) in &part.violations_by_clause {
-        *merged.violations_by_clause.entry(clause.clone()).or_default() += count;
+        *merged
+            .violations_by_clause
+            .entry(clause.clone())
+            .or_default() += count;
     }
     for (probe, count) in &part.coverage {
         *merged.coverage.entry(probe.clone()).or_default() += count;

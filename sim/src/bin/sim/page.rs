@@ -108,7 +108,12 @@ pub fn write_report(
                 "<h2 id=\"first-failure\">First failure</h2>\n<p>{} runs failed; the sweep was \
                  interrupted before the first was shrunk: <code>{}</code></p>",
                 summary.failed_runs,
-                escape(summary.first_failure.as_ref().map_or("", |(_, command)| command))
+                escape(
+                    summary
+                        .first_failure
+                        .as_ref()
+                        .map_or("", |(_, command)| command)
+                )
             );
             None
         }

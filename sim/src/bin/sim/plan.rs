@@ -3,8 +3,6 @@
 //! The checked-in CI workflow and Kubernetes Job run these commands, and a
 //! test holds them to it.
 
-use retention_sim::model::Named;
-
 use crate::args::{DEFAULT_SHRINK_MAX, ExploreArgs};
 use crate::output::say;
 

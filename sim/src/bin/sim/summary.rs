@@ -121,7 +121,9 @@ pub struct ShrunkPlan {
 impl Failure {
     /// The token to replay: the shrunk one when there is one.
     pub fn best_token(&self) -> &Value {
-        self.shrunk.as_ref().map_or(&self.token, |shrunk| &shrunk.token)
+        self.shrunk
+            .as_ref()
+            .map_or(&self.token, |shrunk| &shrunk.token)
     }
 
     /// What triage keys a failure by: the shrunk plan's clause and plan
@@ -163,7 +165,11 @@ impl Summary {
             serde_json::from_str(&text).map_err(|error| format!("{where_}: {error}"))?;
         match value.get("format").and_then(Value::as_str) {
             Some(FORMAT) => {}
-            _ => return Err(format!("{where_}: not a sweep summary (no \"format\": \"{FORMAT}\")")),
+            _ => {
+                return Err(format!(
+                    "{where_}: not a sweep summary (no \"format\": \"{FORMAT}\")"
+                ));
+            }
         }
         match value.get("version").and_then(Value::as_u64) {
             Some(version) if version == u64::from(VERSION) => {}
@@ -197,7 +203,10 @@ impl Summary {
                 ));
             }
             if shards.held[..at].iter().any(|p| p.index == part.index) {
-                return Err(format!("shards.held[{at}]: shard {} is held twice", part.index));
+                return Err(format!(
+                    "shards.held[{at}]: shard {} is held twice",
+                    part.index
+                ));
             }
             expected_runs += seeds_in_shard(part.index, shards.count, part.visited);
         }
@@ -224,9 +233,10 @@ impl Summary {
         }
         for (at, failure) in self.failures.iter().enumerate() {
             let index = failure.seed.wrapping_sub(self.sweep.start);
-            let held = shards.held.iter().any(|part| {
-                index < part.visited && index % shards.count == part.index - 1
-            });
+            let held = shards
+                .held
+                .iter()
+                .any(|part| index < part.visited && index % shards.count == part.index - 1);
             if !held || failure.clauses.is_empty() {
                 return Err(format!(
                     "failures[{at}]: seed {} is not a run of the shards held, or names no clause",
@@ -234,7 +244,10 @@ impl Summary {
                 ));
             }
             if at > 0 && self.failures[at - 1].seed >= failure.seed {
-                return Err(format!("failures[{at}]: seeds must rise (seed {})", failure.seed));
+                return Err(format!(
+                    "failures[{at}]: seeds must rise (seed {})",
+                    failure.seed
+                ));
             }
         }
         Ok(())

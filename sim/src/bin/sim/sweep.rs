@@ -9,7 +9,6 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use retention_sim::RunSpec;
-use retention_sim::model::Named;
 use retention_sim::report::{replay_command, replay_token};
 use retention_sim::search::{
     BenchConfig, ExploreConfig, ExploreSummary, FailedSeed, SHRINK_RUNS, Shrunk, bench,
@@ -76,8 +75,10 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
         return crate::plan::print_shard_plan(args, shards);
     }
     let outputs = output_files(args)?;
-    let named: Vec<(&str, Option<&Path>)> =
-        outputs.iter().map(|(flag, path)| (*flag, Some(path.as_path()))).collect();
+    let named: Vec<(&str, Option<&Path>)> = outputs
+        .iter()
+        .map(|(flag, path)| (*flag, Some(path.as_path())))
+        .collect();
     preflight(&[], &named, args.force)?;
     interrupt::wind_down_on_signal();
     let watch = Watch::new(seeds_in_shard(shard, shards, args.seeds), args.quiet);
@@ -142,7 +143,11 @@ fn output_files(args: &ExploreArgs) -> Result<Vec<(&'static str, PathBuf)>, Stri
 
 /// Shrinks the lowest `max` failing seeds, on the sweep's threads. Skipped
 /// once interrupted: the failures are then listed as drawn.
-fn shrink_failures(config: &ExploreConfig, swept: &ExploreSummary, max: u64) -> BTreeMap<u64, Shrunk> {
+fn shrink_failures(
+    config: &ExploreConfig,
+    swept: &ExploreSummary,
+    max: u64,
+) -> BTreeMap<u64, Shrunk> {
     let take = usize::try_from(max).unwrap_or(usize::MAX);
     let chosen: Vec<&FailedSeed> = swept.failures.iter().take(take).collect();
     let next = AtomicUsize::new(0);
@@ -156,7 +161,10 @@ fn shrink_failures(config: &ExploreConfig, swept: &ExploreSummary, max: u64) -> 
                     };
                     let spec = spec_for(config, failure.seed);
                     let result = shrink(&spec, failure.clauses[0], SHRINK_RUNS);
-                    shrunk.lock().expect("no panic while shrinking").insert(failure.seed, result);
+                    shrunk
+                        .lock()
+                        .expect("no panic while shrinking")
+                        .insert(failure.seed, result);
                 }
             });
         }

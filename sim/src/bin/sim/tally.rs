@@ -35,7 +35,11 @@ pub fn print_summary(summary: &Summary, missing: &[u64]) -> Result<(), String> {
         if let Some(shrunk) = &first.shrunk {
             let spec = parse_token(&shrunk.token.to_string())?;
             let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-            let sizes = (size(shrunk.size_before), size(shrunk.size_after), size(shrunk.runs));
+            let sizes = (
+                size(shrunk.size_before),
+                size(shrunk.size_after),
+                size(shrunk.runs),
+            );
             print_shrunk_plan(&spec, &shrunk.clause, sizes)?;
         }
     }
@@ -57,11 +61,10 @@ fn print_shards(summary: &Summary, missing: &[u64]) {
     if shards.count > 1 {
         let held: Vec<String> = shards.held.iter().map(|p| p.index.to_string()).collect();
         say!(
-            "shards {} of {} (seeds {}..={last}, every {}th)",
+            "shards {} of {} of seeds {}..={last}",
             held.join(", "),
             shards.count,
-            seeds.start,
-            shards.count
+            seeds.start
         );
     }
     for index in missing {
@@ -89,9 +92,16 @@ fn print_shards(summary: &Summary, missing: &[u64]) {
 /// Each failure after the first, lowest seed first, with the command that
 /// replays it at its smallest when it was shrunk.
 fn print_failures(summary: &Summary) -> Result<(), String> {
-    let distinct: std::collections::BTreeSet<String> =
-        summary.failures.iter().filter_map(|f| f.signature()).collect();
-    let shrunk = summary.failures.iter().filter(|f| f.shrunk.is_some()).count();
+    let distinct: std::collections::BTreeSet<String> = summary
+        .failures
+        .iter()
+        .filter_map(|f| f.signature())
+        .collect();
+    let shrunk = summary
+        .failures
+        .iter()
+        .filter(|f| f.shrunk.is_some())
+        .count();
     say!(
         "\n{} failures; {shrunk} shrunk, to {} distinct plans (lowest seeds first):",
         summary.failures.len(),
@@ -99,7 +109,11 @@ fn print_failures(summary: &Summary) -> Result<(), String> {
     );
     for failure in summary.failures.iter().take(FAILURES_LISTED) {
         let spec = parse_token(&failure.best_token().to_string())?;
-        let state = if failure.shrunk.is_some() { "shrunk" } else { "as drawn" };
+        let state = if failure.shrunk.is_some() {
+            "shrunk"
+        } else {
+            "as drawn"
+        };
         say!(
             "  seed {} {} ({state}): {}",
             failure.seed,

@@ -67,7 +67,11 @@ pub fn triage(current: &Summary, baseline: &Summary) -> Triage {
         chosen.sort_by_key(|failure| failure.seed);
         chosen
     };
-    let untriaged: Vec<&Failure> = current.failures.iter().filter(|f| f.shrunk.is_none()).collect();
+    let untriaged: Vec<&Failure> = current
+        .failures
+        .iter()
+        .filter(|f| f.shrunk.is_none())
+        .collect();
     let triaged_clauses: BTreeSet<&String> = current
         .failures
         .iter()
@@ -108,9 +112,15 @@ pub fn print_triage(triaged: &Triage, path: &Path, baseline: &Summary, current: 
     for (name, failures) in sections {
         say!("  {name}: {}", failures.len());
         for failure in failures {
-            let command = parse_token(&failure.best_token().to_string())
-                .map_or_else(|_| failure.best_token().to_string(), |spec| replay_command(&spec));
-            say!("    {} (seed {}): {command}", failure.clauses[0], failure.seed);
+            let command = parse_token(&failure.best_token().to_string()).map_or_else(
+                |_| failure.best_token().to_string(),
+                |spec| replay_command(&spec),
+            );
+            say!(
+                "    {} (seed {}): {command}",
+                failure.clauses[0],
+                failure.seed
+            );
         }
     }
     if triaged.untriaged > 0 {
@@ -128,25 +138,41 @@ pub fn print_triage(triaged: &Triage, path: &Path, baseline: &Summary, current: 
         );
     }
     if baseline.sweep != current.sweep {
-        say!("  (the baseline swept other seeds or settings: \"fixed\" may mean only \"not drawn here\")");
+        say!(
+            "  (the baseline swept other seeds or settings: \"fixed\" may mean only \"not drawn here\")"
+        );
     }
 }
 
-/// Writes each distinct shrunk failure of `summary` as `DIR/CLAUSE-seed-SEED.toml`
-/// (made if missing). Every target is checked before the first is written.
+/// Writes each distinct shrunk failure of `summary` as
+/// `DIR/[FLAW-]CLAUSE-seed-SEED.toml` (the folder made if missing). Every
+/// target is checked before the first is written.
 pub fn save_failures(summary: &Summary, dir: &Path, force: bool) -> Result<(), String> {
     let flag = "--save-failures";
     if !dir.is_dir() {
-        std::fs::create_dir(dir)
-            .map_err(|error| format!("{flag} {}: cannot make the folder: {error}", dir.display()))?;
+        std::fs::create_dir(dir).map_err(|error| {
+            format!("{flag} {}: cannot make the folder: {error}", dir.display())
+        })?;
     }
     let mut chosen: Vec<&Failure> = distinct(summary).into_values().collect();
     chosen.sort_by_key(|failure| failure.seed);
     let targets: Vec<std::path::PathBuf> = chosen
         .iter()
         .map(|failure| {
-            let clause = failure.shrunk.as_ref().map_or(&failure.clauses[0], |s| &s.clause);
-            dir.join(format!("{}-seed-{}.toml", clause.to_lowercase(), failure.seed))
+            let clause = failure
+                .shrunk
+                .as_ref()
+                .map_or(&failure.clauses[0], |s| &s.clause);
+            let flaw = summary
+                .sweep
+                .flaw
+                .as_ref()
+                .map_or(String::new(), |f| format!("{f}-"));
+            dir.join(format!(
+                "{flaw}{}-seed-{}.toml",
+                clause.to_lowercase(),
+                failure.seed
+            ))
         })
         .collect();
     for target in &targets {
@@ -157,7 +183,11 @@ pub fn save_failures(summary: &Summary, dir: &Path, force: bool) -> Result<(), S
         let spec = parse_token(&failure.best_token().to_string())?;
         save_scenario(&spec, target, force, origin)?;
     }
-    let not_shrunk = summary.failures.iter().filter(|f| f.shrunk.is_none()).count();
+    let not_shrunk = summary
+        .failures
+        .iter()
+        .filter(|f| f.shrunk.is_none())
+        .count();
     eprintln!(
         "saved {} distinct failures in {}{}",
         targets.len(),
