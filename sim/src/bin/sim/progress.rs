@@ -45,7 +45,7 @@ impl Watch {
         }
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
         let style = ProgressStyle::with_template(
-            "{bar:30.cyan/blue} {human_pos}/{human_len} runs  {per_sec:.dim}  {msg}  ETA {eta}",
+            "{bar:30.cyan/blue} {human_pos}/{human_len} runs  {msg}  ETA {eta}",
         )
         .expect("a valid template")
         .progress_chars("=> ");
@@ -60,9 +60,7 @@ impl Watch {
             Self::Quiet => {}
             Self::Bar(bar) => {
                 bar.set_position(at.done);
-                if at.failed > 0 {
-                    bar.set_message(format!("{} failed", at.failed));
-                }
+                bar.set_message(format!("{:.0} runs/s  {} failed", bar.per_sec(), at.failed));
             }
             Self::Lines(lines) => {
                 let mut lines = lines.lock().unwrap_or_else(|e| e.into_inner());
