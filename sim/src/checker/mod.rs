@@ -76,6 +76,7 @@ pub const CLAUSES: &[(&str, &str)] = &[
         "LIVE-3",
         "no replica spins while simulated time stands still",
     ),
+    ("LIVE-4", "no replica's worker panics"),
 ];
 
 /// One broken clause, with the events (sequence numbers) that show it.

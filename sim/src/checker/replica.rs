@@ -61,9 +61,9 @@ struct Walker<'a> {
 
 pub(super) fn check(history: &History, found: &mut Findings) {
     let db_clock = HostClock::of_database(history);
-    // A run stopped by a spin ends mid-flight: what it never got to
-    // finish is LIVE-3's finding, not another clause's.
-    let ran_to_the_end = !stopped_by_a_spin(history);
+    // A run stopped by a spin or a panic ends mid-flight: what it never
+    // got to finish is LIVE-3's or LIVE-4's finding, not another clause's.
+    let ran_to_the_end = !stopped_early(history);
     for replica in 1..=history.header.replicas {
         let skew_ms = history.header.skew_ms(replica);
         let mut walker = Walker {
@@ -85,27 +85,41 @@ pub(super) fn check(history: &History, found: &mut Findings) {
     }
 }
 
-/// Whether the run was stopped because a replica spun (LIVE-3).
-fn stopped_by_a_spin(history: &History) -> bool {
-    history
-        .events
-        .iter()
-        .any(|event| matches!(event.kind, EventKind::Spinning { .. }))
+/// Whether a replica's spin (LIVE-3) or panic (LIVE-4) stopped the run.
+fn stopped_early(history: &History) -> bool {
+    history.events.iter().any(|event| {
+        matches!(
+            event.kind,
+            EventKind::Spinning { .. } | EventKind::Panicked { .. }
+        )
+    })
 }
 
-/// LIVE-3: every replica lets simulated time pass; one that spun stopped
-/// the run.
+/// LIVE-3 and LIVE-4: every replica lets simulated time pass and never
+/// panics; one that spun or panicked stopped the run.
 pub(super) fn check_spins(history: &History, found: &mut Findings) {
     for (seq, event) in history.events.iter().enumerate() {
-        if let (EventKind::Spinning { steps, window_ms }, Actor::Replica(replica)) =
-            (&event.kind, event.actor)
-        {
-            let message = format!(
-                "r{replica} took {steps} steps within {window_ms} ms of simulated time: it \
-                 spins without waiting, and the run was stopped at {} ms",
-                event.at_ms
-            );
-            found.flag("LIVE-3", &[seq], message);
+        let Actor::Replica(replica) = event.actor else {
+            continue;
+        };
+        match &event.kind {
+            EventKind::Spinning { steps, window_ms } => {
+                let message = format!(
+                    "r{replica} took {steps} steps within {window_ms} ms of simulated time: it \
+                     spins without waiting, and the run was stopped at {} ms",
+                    event.at_ms
+                );
+                found.flag("LIVE-3", &[seq], message);
+            }
+            EventKind::Panicked { message } => {
+                let message = format!(
+                    "r{replica}'s worker panicked at {} ms, and the run was stopped there: \
+                     {message}",
+                    event.at_ms
+                );
+                found.flag("LIVE-4", &[seq], message);
+            }
+            _ => {}
         }
     }
 }

@@ -305,6 +305,13 @@ pub enum EventKind {
         /// The window of simulated time they were counted in.
         window_ms: u64,
     },
+    /// The replica's worker panicked (in `serve()` or `stop()`, or in code
+    /// they called): a panic ends its work without a release or a report,
+    /// and the run was stopped here (LIVE-4).
+    Panicked {
+        /// The panic's message and place, `"message (at file:line:col)"`.
+        message: String,
+    },
     /// The database's synchronous standby stopped answering for `for_ms`:
     /// commits that wrote something wait, holding their locks.
     StandbyStalled {

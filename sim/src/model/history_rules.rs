@@ -65,7 +65,8 @@ pub(super) fn wrong_actor(event: &Event) -> Option<&'static str> {
         | K::Restarted
         | K::ClockStepped { .. }
         | K::ClockRateSet { .. }
-        | K::Spinning { .. } => (|a| matches!(a, Actor::Replica(_)), "a replica"),
+        | K::Spinning { .. }
+        | K::Panicked { .. } => (|a| matches!(a, Actor::Replica(_)), "a replica"),
         K::Granted { .. } | K::Refused { .. } | K::Revoked { .. } | K::Released { .. } => {
             (|a| *a == Actor::Lease, "the lease service")
         }

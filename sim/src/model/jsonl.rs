@@ -88,12 +88,12 @@ impl History {
     }
 
     /// Whether the history ends as a run ends: with its final event, or
-    /// with a replica's spin, which stops the run there (one cut off early
+    /// with a replica's spin or panic, which stops the run there (one cut off early
     /// ends otherwise, and cannot be judged for liveness or counts).
     pub fn is_complete(&self) -> bool {
         matches!(
             self.events.last().map(|event| &event.kind),
-            Some(EventKind::Final { .. } | EventKind::Spinning { .. })
+            Some(EventKind::Final { .. } | EventKind::Spinning { .. } | EventKind::Panicked { .. })
         )
     }
 }

@@ -177,6 +177,11 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
                 "{steps} steps within {window_ms} ms of simulated time: the run is stopped here"
             ),
         ),
+        K::Panicked { message } => (
+            "PANICKED".into(),
+            None,
+            format!("the worker panicked: {message}; the run is stopped here"),
+        ),
         K::ClockStepped { from_ms, to_ms } => (
             "CLOCK".into(),
             None,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::real::RealWorker;
 use super::variant::VariantFactory;
 use crate::model::{History, RunSpec, SpecError};
-use crate::world::{self, RunSlot, SpinDetected, WorkerFactory};
+use crate::world::{self, RunSlot, SpinDetected, WorkerFactory, WorkerPanicked};
 
 /// One run of a [`RunSpec`]: `Sim::new(&spec).run()` gives its history.
 ///
@@ -48,7 +48,8 @@ impl<'a> Sim<'a> {
     /// `spec.seed`, and returns the history. A replica that spins (works on
     /// while simulated time stands still) ends the run at once: the history
     /// then stops at its `Spinning` event, with no `Final`, and the checker
-    /// reports LIVE-3.
+    /// reports LIVE-3; a worker that panics ends it the same way at its
+    /// `Panicked` event (LIVE-4).
     pub fn run(self) -> Result<History, SpecError> {
         self.spec.validate()?;
         let runtime = world::runtime(self.spec);
@@ -60,16 +61,18 @@ impl<'a> Sim<'a> {
         }));
         match run {
             Ok(history) => Ok(history),
-            Err(payload) if payload.is::<SpinDetected>() => Ok(slot
-                .history()
-                .expect("a replica spun after the world was built")),
+            Err(payload) if payload.is::<SpinDetected>() || payload.is::<WorkerPanicked>() => {
+                Ok(slot
+                    .history()
+                    .expect("a worker runs only after the world was built"))
+            }
             Err(payload) => std::panic::resume_unwind(payload),
         }
     }
 
     /// Like [`Sim::run`], inside the madsim runtime already running this
     /// task, for callers that manage the runtime themselves (madsim's
-    /// determinism check). A spin unwinds out of it as a panic.
+    /// determinism check). A spin or a worker's panic unwinds out of it.
     pub async fn run_in_current_runtime(self) -> Result<History, SpecError> {
         self.spec.validate()?;
         let (spec, factory) = (self.spec.clone(), self.worker_factory());

@@ -8,6 +8,7 @@ mod build;
 mod clock;
 mod db_node;
 mod inject;
+mod panics;
 mod pool;
 mod port;
 mod recorder;
@@ -20,6 +21,7 @@ mod wire;
 
 pub use build::{RunSlot, runtime, simulate};
 pub use clock::SimClock;
+pub use panics::WorkerPanicked;
 pub use port::SimPort;
 pub use seam::{BoxFuture, OnTerm, SimDeps, SimulatedWorker, WorkerFactory};
 pub use spin::{SPIN_STEPS_MAX, SPIN_WINDOW_MS, SpinDetected};

@@ -15,12 +15,14 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use super::panics::{catch_worker_panic, stop_the_run};
 use super::replica::ReplicaCtx;
+use crate::model::EventKind;
 
 /// The window of simulated time the steps are counted in.
 pub const SPIN_WINDOW_MS: u64 = 10;
@@ -76,7 +78,7 @@ impl SpinMeter {
 
 /// Ends the run: `replica` spun.
 pub(crate) fn stop_the_spin(replica: u32) -> ! {
-    quiet_spin_panics();
+    super::panics::install_hook();
     std::panic::panic_any(SpinDetected { replica })
 }
 
@@ -100,20 +102,13 @@ impl<F: Future> Future for Metered<F> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         self.replica.step();
-        self.inner.as_mut().poll(cx)
-    }
-}
-
-/// The unwinding that ends a spinning run is not a crash: keep the panic
-/// hook from printing it (every other panic prints as before).
-fn quiet_spin_panics() {
-    static INSTALL: Once = Once::new();
-    INSTALL.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !info.payload().is::<SpinDetected>() {
-                previous(info);
+        let inner = self.inner.as_mut();
+        match catch_worker_panic(|| inner.poll(cx)) {
+            Ok(poll) => poll,
+            Err(message) => {
+                self.replica.record(EventKind::Panicked { message });
+                stop_the_run(self.replica.replica())
             }
-        }));
-    });
+        }
+    }
 }

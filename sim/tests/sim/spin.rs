@@ -1,10 +1,12 @@
 //! LIVE-3: a worker that spins while simulated time stands still is
 //! stopped within a bounded number of steps, reported with its last events
 //! and a replay command, and the same seed stops it the same way again.
+//! LIVE-4: a worker that panics ends the run the same way, with the panic's
+//! message and place, instead of ending the process.
 
 use std::sync::Arc;
 
-use retention_sim::model::{EventKind, History, RunSpec};
+use retention_sim::model::{EventKind, FaultEvent, History, RunSpec};
 use retention_sim::world::{
     BoxFuture, OnTerm, SPIN_STEPS_MAX, SimDeps, SimulatedWorker, WorkerFactory,
 };
@@ -20,6 +22,10 @@ enum Spin {
     Yields,
     /// Serves normally, but its `stop()` loops on the clock.
     InStop,
+    /// Breaks an assertion of its own once simulated time has passed.
+    Panics,
+    /// Serves normally, but its `stop()` unwraps a `None`.
+    PanicsInStop,
 }
 
 struct Spinner {
@@ -65,16 +71,31 @@ impl SimulatedWorker for Spinner {
                 Spin::Yields => loop {
                     YieldOnce(false).await;
                 },
-                Spin::InStop => self.deps.clock.sleep_ms(u64::MAX / 4).await,
+                Spin::InStop | Spin::PanicsInStop => self.deps.clock.sleep_ms(u64::MAX / 4).await,
+                Spin::Panics => {
+                    self.deps.clock.sleep_ms(250).await;
+                    let rows_left: u32 = 3;
+                    assert!(
+                        rows_left == 0,
+                        "a term ended with {rows_left} rows unaccounted"
+                    );
+                }
             }
         })
     }
 
     fn stop(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            if let Spin::InStop = self.spin {
-                let deadline_ms = self.deps.clock.now_ms() + 1_000;
-                while self.deps.clock.now_ms() < deadline_ms {}
+            match self.spin {
+                Spin::InStop => {
+                    let deadline_ms = self.deps.clock.now_ms() + 1_000;
+                    while self.deps.clock.now_ms() < deadline_ms {}
+                }
+                Spin::PanicsInStop => {
+                    let lease: Option<u64> = std::hint::black_box(None);
+                    lease.expect("stop() found no lease to release");
+                }
+                _ => {}
             }
         })
     }
@@ -85,6 +106,12 @@ fn run(spin: Spin) -> History {
         seed: 3,
         replicas: 2,
         duration_ms: 2_000,
+        // A stop() at 1 s, for the worker that panics in it.
+        events: vec![FaultEvent::Stop {
+            replica: 1,
+            at_ms: 1_000,
+            callers: 1,
+        }],
         ..RunSpec::default()
     };
     Sim::new(&spec)
@@ -124,6 +151,50 @@ fn each_kind_of_spin_ends_the_run_as_live_3_and_nothing_else() {
             "{report}"
         );
         assert!(report.contains("replay"), "{report}");
+    }
+}
+
+#[test]
+fn a_worker_that_panics_ends_the_run_as_live_4_with_its_message_and_place() {
+    for (spin, name, said, at_ms) in [
+        (
+            Spin::Panics,
+            "panics in serve()",
+            "a term ended with 3 rows unaccounted",
+            250,
+        ),
+        (
+            Spin::PanicsInStop,
+            "panics in stop()",
+            "stop() found no lease to release",
+            1_000,
+        ),
+    ] {
+        let history = run(spin);
+        let last = history.events.last().expect("events");
+        let EventKind::Panicked { message } = &last.kind else {
+            panic!("{name}: the run did not end at the panic: {:?}", last.kind);
+        };
+        assert!(message.starts_with(said), "{name}: {message}");
+        assert!(
+            message.contains("(at sim/tests/sim/spin.rs:"),
+            "{name}: {message}"
+        );
+        assert_eq!(last.at_ms, at_ms, "{name}: stopped when it panicked");
+        assert!(history.is_complete(), "{name}: a panic ends the run");
+        let verdict = check(&history);
+        let clauses: Vec<&str> = verdict.violations.iter().map(|v| v.clause).collect();
+        assert_eq!(clauses, ["LIVE-4"], "{name}: {verdict:?}");
+        let again = History::from_jsonl(&history.to_jsonl()).expect("valid history");
+        assert_eq!(check(&again), verdict);
+        let report = format_failure(&RunSpec::default(), &history, &verdict);
+        assert!(
+            report.contains("LIVE-4") && report.contains("PANICKED"),
+            "{report}"
+        );
+        assert!(report.contains(said), "{report}");
+        // The same seed panics the same way.
+        assert_eq!(run(spin).to_jsonl(), history.to_jsonl(), "{name}");
     }
 }
 
