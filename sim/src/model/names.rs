@@ -203,6 +203,10 @@ named! {
         /// A null renewal is ignored and the term carries on with the old
         /// lease.
         NullRenewalIgnored => "null-renewal-ignored",
+        /// Unwraps the renewal's reply, sure that a lease it holds always
+        /// renews: a null renewal (revoked, expired, taken) panics the
+        /// worker mid-term.
+        UnwrapsNullRenewal => "unwraps-null-renewal",
         /// A failed renewal is retried once at once before it counts as a
         /// loss.
         RetryFailedRenewal => "retry-failed-renewal",
@@ -252,6 +256,7 @@ impl Flaw {
             Self::ContinueAfterShortBatch => &["CAP-1"],
             Self::RetryFencedDelete => &["FEN-1"],
             Self::FailedRenewalIgnored | Self::NullRenewalIgnored => &["REN-3"],
+            Self::UnwrapsNullRenewal => &["LIVE-4"],
             // The retry can go out after stop() too.
             Self::RetryFailedRenewal => &["REN-3", "STP-2"],
             Self::CutoffFromExpiry | Self::RetentionInWholeSeconds => &["CUT-1", "DATA-4"],

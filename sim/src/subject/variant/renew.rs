@@ -53,6 +53,11 @@ impl Variant {
             if self.has(Flaw::RetryFailedRenewal) && result.is_err() {
                 result = self.deps.leases.renew(&lease).await;
             }
+            if self.has(Flaw::UnwrapsNullRenewal) {
+                if let Ok(reply) = &result {
+                    reply.as_ref().expect("a lease this replica holds renews");
+                }
+            }
             if self.has(Flaw::NullRenewalIgnored) && matches!(result, Ok(None)) {
                 cell.lock().expect("cell").renewing -= 1;
                 self.changed.notify_waiters();
