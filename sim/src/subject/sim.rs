@@ -62,9 +62,11 @@ impl<'a> Sim<'a> {
         match run {
             Ok(history) => Ok(history),
             Err(payload) if payload.is::<SpinDetected>() || payload.is::<WorkerPanicked>() => {
-                Ok(slot
+                let history = slot
                     .history()
-                    .expect("a worker runs only after the world was built"))
+                    .expect("a worker runs only after the world was built");
+                runtime.block_on(slot.free());
+                Ok(history)
             }
             Err(payload) => std::panic::resume_unwind(payload),
         }

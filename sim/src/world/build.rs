@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use madsim::runtime::{Handle, NodeHandle, Runtime};
+use madsim::task::NodeId;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -101,14 +102,43 @@ pub(crate) struct Replica {
     pub clock: SimClock,
 }
 
-/// Where a run leaves its header and recorder as soon as it has them, so
-/// that a run ended by unwinding (a replica that spun, LIVE-3) still
-/// yields the history it recorded.
+/// Where a run leaves its header, recorder and nodes as soon as it has
+/// them, so that a run ended by unwinding (a replica that spun, LIVE-3, or
+/// whose worker panicked, LIVE-4) still yields the history it recorded and
+/// frees its world.
 #[derive(Clone, Default)]
 pub struct RunSlot(Arc<Mutex<Option<Started>>>);
 
 /// What a run has once its world is built.
-type Started = (Header, Arc<Recorder>);
+struct Started {
+    header: Header,
+    recorder: Arc<Recorder>,
+    world: Built,
+}
+
+/// What must be freed when a run ends, however it ends.
+#[derive(Clone)]
+struct Built {
+    nodes: Vec<NodeId>,
+    contexts: Vec<Arc<ReplicaCtx>>,
+}
+
+impl Built {
+    /// Frees every task before the runtime ends (sim/MADSIM.md, pending
+    /// tasks): madsim never frees a task still waiting when its runtime
+    /// is dropped, and a worker's ports point back at its replica's
+    /// context, a cycle only taking the worker breaks.
+    async fn free(&self) {
+        let handle = Handle::current();
+        for node in &self.nodes {
+            handle.kill(*node);
+        }
+        madsim::time::sleep(Duration::from_millis(1)).await;
+        for ctx in &self.contexts {
+            ctx.worker.lock().expect("worker slot").take();
+        }
+    }
+}
 
 impl std::fmt::Debug for RunSlot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -123,10 +153,26 @@ impl RunSlot {
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        slot.as_ref().map(|(header, recorder)| History {
-            header: header.clone(),
-            events: recorder.take(),
+        slot.as_ref().map(|started| History {
+            header: started.header.clone(),
+            events: started.recorder.take(),
         })
+    }
+
+    /// Frees the world of a run that ended by unwinding, in the runtime it
+    /// ran in (`runtime.block_on(slot.free())`); what it had recorded is
+    /// kept. No worker future is polled again (the recorder says the run
+    /// stopped), so a replica that spun cannot spin again here.
+    pub async fn free(&self) {
+        let world = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .map(|started| started.world.clone());
+        if let Some(world) = world {
+            world.free().await;
+        }
     }
 }
 
@@ -267,12 +313,24 @@ pub async fn simulate(
         stop_bound_ms: stop_bound_ms(&spec),
         lock_timeout_ms: spec.lock_timeout_ms,
     };
-    *slot.0.lock().expect("run slot") = Some((header.clone(), recorder.clone()));
-
     let replicas = Arc::new(replicas);
     // Fault tasks live on a node of their own, killed with the rest at the
     // end: a task still sleeping when the runtime ends would never be freed.
     let faults_node = handle.create_node().name("faults").build();
+    let world = Built {
+        nodes: (service_nodes.iter())
+            .chain(replicas.iter().map(|r| &r.node))
+            .chain(kernel_nodes.iter())
+            .chain([&faults_node])
+            .map(NodeHandle::id)
+            .collect(),
+        contexts: replicas.iter().map(|r| r.ctx.clone()).collect(),
+    };
+    *slot.0.lock().expect("run slot") = Some(Started {
+        header: header.clone(),
+        recorder: recorder.clone(),
+        world: world.clone(),
+    });
     for event in spec.events.clone() {
         let (handle, replicas, recorder) = (handle.clone(), replicas.clone(), recorder.clone());
         let db = db.clone();
@@ -312,21 +370,7 @@ pub async fn simulate(
         },
     );
 
-    // Free every task before the runtime ends (sim/MADSIM.md, pending tasks).
-    let replica_nodes = replicas.iter().map(|r| &r.node);
-    for node in service_nodes
-        .iter()
-        .chain(replica_nodes)
-        .chain(kernel_nodes.iter())
-        .chain([&faults_node])
-    {
-        handle.kill(node.id());
-    }
-    madsim::time::sleep(Duration::from_millis(1)).await;
-    for replica in replicas.iter() {
-        // The worker's ports point back at the context: break the cycle.
-        replica.ctx.worker.lock().expect("worker slot").take();
-    }
+    world.free().await;
     History {
         header,
         events: recorder.take(),

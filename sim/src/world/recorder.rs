@@ -1,6 +1,7 @@
 //! Appends events to a run's history, stamped with simulated time.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use retention_worker::Clock;
 
@@ -15,6 +16,9 @@ pub(crate) struct Recorder {
     /// Off for benchmarks of the bare simulation: nothing is kept.
     enabled: bool,
     events: Mutex<Vec<Event>>,
+    /// Set when a replica's spin or panic stopped the run: its event is
+    /// the history's last, and no worker future is polled again.
+    stopped: AtomicBool,
 }
 
 impl Recorder {
@@ -23,6 +27,7 @@ impl Recorder {
             clock,
             enabled,
             events: Mutex::new(Vec::new()),
+            stopped: AtomicBool::new(false),
         }
     }
 
@@ -39,8 +44,17 @@ impl Recorder {
         self.enabled
     }
 
+    /// Ends the history here: a replica spun or panicked.
+    pub fn stop_run(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+    }
+
+    pub fn run_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Relaxed)
+    }
+
     pub fn record(&self, actor: Actor, term: u32, kind: EventKind) {
-        if !self.enabled {
+        if !self.enabled || self.run_stopped() {
             return;
         }
         let event = Event {

@@ -62,6 +62,7 @@ impl ReplicaCtx {
                 steps,
                 window_ms: SPIN_WINDOW_MS,
             });
+            self.recorder.stop_run();
             stop_the_spin(self.replica());
         }
     }

@@ -101,12 +101,18 @@ impl<F: Future> Future for Metered<F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        if self.replica.recorder.run_stopped() {
+            // The run ended at another replica's spin or panic; its world is
+            // being freed.
+            return Poll::Pending;
+        }
         self.replica.step();
         let inner = self.inner.as_mut();
         match catch_worker_panic(|| inner.poll(cx)) {
             Ok(poll) => poll,
             Err(message) => {
                 self.replica.record(EventKind::Panicked { message });
+                self.replica.recorder.stop_run();
                 stop_the_run(self.replica.replica())
             }
         }

@@ -4,7 +4,7 @@
 //! LIVE-4: a worker that panics ends the run the same way, with the panic's
 //! message and place, instead of ending the process.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use retention_sim::model::{EventKind, FaultEvent, History, RunSpec};
 use retention_sim::world::{
@@ -33,11 +33,20 @@ struct Spinner {
     deps: SimDeps,
 }
 
-struct Factory(Spin);
+struct Factory {
+    spin: Spin,
+    /// Every worker built, to see that a run frees them however it ends.
+    built: Mutex<Vec<Weak<Spinner>>>,
+}
 
 impl WorkerFactory for Factory {
     fn build(&self, _: String, _: WorkerConfig, deps: SimDeps) -> Arc<dyn SimulatedWorker> {
-        Arc::new(Spinner { spin: self.0, deps })
+        let worker = Arc::new(Spinner {
+            spin: self.spin,
+            deps,
+        });
+        self.built.lock().unwrap().push(Arc::downgrade(&worker));
+        worker
     }
 }
 
@@ -102,6 +111,10 @@ impl SimulatedWorker for Spinner {
 }
 
 fn run(spin: Spin) -> History {
+    let factory = Arc::new(Factory {
+        spin,
+        built: Mutex::new(Vec::new()),
+    });
     let spec = RunSpec {
         seed: 3,
         replicas: 2,
@@ -114,10 +127,20 @@ fn run(spin: Spin) -> History {
         }],
         ..RunSpec::default()
     };
-    Sim::new(&spec)
-        .factory(Arc::new(Factory(spin)))
+    let history = Sim::new(&spec)
+        .factory(factory.clone())
         .run()
-        .expect("a valid spec")
+        .expect("a valid spec");
+    // A run ended by unwinding frees its world as a finished one does:
+    // madsim never frees a task still waiting when its runtime ends, so
+    // each such run would leak its workers, ports and tasks.
+    let built = factory.built.lock().unwrap();
+    assert!(!built.is_empty());
+    assert!(
+        built.iter().all(|worker| worker.upgrade().is_none()),
+        "a worker outlived its run"
+    );
+    history
 }
 
 #[test]
