@@ -37,6 +37,10 @@
 //!    scenario files and the scenario report. Uses `model`, `checker`.
 //! 8. [`search`]: swarm plans, `explore`, the property suite, the
 //!    benchmark. Uses all of the above.
+//! 9. [`real`]: real mode: replicas of the production worker on tokio
+//!    against a throwaway PostgreSQL, with faults around the production
+//!    adapters, recorded in the history format `checker` judges. Uses
+//!    `model`, `checker`, `calls`, `report`; never madsim.
 //!
 //! The `sim` command line (`src/bin/sim/`) sits on top of them all.
 
@@ -63,6 +67,8 @@ pub mod subject;
 pub mod report;
 
 pub mod search;
+
+pub mod real;
 
 pub use checker::{Verdict, Violation, check};
 pub use model::{History, RunSpec};

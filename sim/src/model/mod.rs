@@ -9,6 +9,7 @@ mod history;
 mod history_rules;
 mod jsonl;
 pub(crate) mod names;
+mod obligations;
 mod ranges;
 mod spec;
 pub(crate) mod strict_json;

@@ -43,57 +43,6 @@ const NET_SALT: u64 = 0x4E45_5457_4F52_4B00;
 /// Simulated time past the end of the schedule after which a run is stuck.
 const STUCK_AFTER_MS: u64 = 600_000;
 
-/// The longest a `stop()` may take: two calls in flight that run into their
-/// timeout (a delete and a renewal), the release, the longest pause, slack.
-fn stop_bound_ms(spec: &RunSpec) -> u64 {
-    let pause_ms = spec
-        .events
-        .iter()
-        .map(|event| match event {
-            FaultEvent::Pause { for_ms, .. } => *for_ms,
-            _ => 0,
-        })
-        .max()
-        .unwrap_or(0);
-    3 * spec.rpc_timeout_ms + pause_ms + 1_000
-}
-
-/// No fault of any kind: no knob, no event, no skew.
-fn faults_off(spec: &RunSpec) -> bool {
-    !spec.faults.any() && spec.events.is_empty() && spec.skews_ms.iter().all(|skew| *skew == 0)
-}
-
-/// Round trips and scheduling around one batch's database work, at most.
-const BATCH_SLACK_MS: u64 = 100;
-
-/// Whether a fault-free run can and must clear its backlog (LIVE-1): each
-/// batch's work fits inside the bounds that would cut it (the call
-/// timeout, and the statement timeout when on) and inside the lease a
-/// renewal queued behind it renews, and the run is long enough
-/// for one term per `term_interval + jitter` plus its batches' average work
-/// to clear `term_row_cap` rows each time.
-fn drain_owed(spec: &RunSpec) -> bool {
-    let w = &spec.worker;
-    let cut_ms = match spec.statement_timeout_ms {
-        0 => spec.rpc_timeout_ms,
-        statement_ms => statement_ms.min(spec.rpc_timeout_ms),
-    };
-    // A renewal sent while a batch works waits for its commit (the share
-    // lock): it must still land before the lease it renews expires.
-    // It also waits for that commit to be durable, then for its own.
-    let commit_ms = spec.db_commit_ms_max;
-    let renewal_fits = w.renew_interval_ms + spec.db_batch_ms_max + 2 * commit_ms + BATCH_SLACK_MS
-        < w.lease_ttl_ms;
-    let work_fits = spec.db_batch_ms_max + commit_ms + BATCH_SLACK_MS < cut_ms && renewal_fits;
-    let rows = u64::from(spec.backlog_rows) + u64::from(spec.boundary_rows);
-    let terms = rows.div_ceil(u64::from(w.term_row_cap)) + 1;
-    let batches = u64::from(w.term_row_cap).div_ceil(u64::from(w.batch_size));
-    let batch_ms = (spec.db_batch_ms_min + spec.db_batch_ms_max) / 2 + commit_ms + BATCH_SLACK_MS;
-    let term_ms = w.term_interval_ms + w.term_jitter_ms_max + batches * batch_ms;
-    let needed_ms = terms.saturating_mul(term_ms).saturating_add(w.lease_ttl_ms);
-    faults_off(spec) && work_fits && spec.duration_ms >= needed_ms
-}
-
 /// A replica's context and its node.
 pub(crate) struct Replica {
     pub ctx: Arc<ReplicaCtx>,
@@ -300,19 +249,7 @@ pub async fn simulate(
         });
     }
 
-    let header = Header {
-        seed: spec.seed,
-        replicas: spec.replicas,
-        retention_ms: spec.worker.retention_ms,
-        batch_size: spec.worker.batch_size,
-        term_row_cap: spec.worker.term_row_cap,
-        skews_ms,
-        initial_rows,
-        faults_off: faults_off(&spec),
-        drain_owed: drain_owed(&spec),
-        stop_bound_ms: stop_bound_ms(&spec),
-        lock_timeout_ms: spec.lock_timeout_ms,
-    };
+    let header = spec.header(skews_ms, initial_rows);
     let replicas = Arc::new(replicas);
     // Fault tasks live on a node of their own, killed with the rest at the
     // end: a task still sleeping when the runtime ends would never be freed.

@@ -1,219 +1,94 @@
-//! The real-mode database's clock, made steppable (a failover to a host
-//! whose clock differs), and an audit of every row deleted, kept by the
-//! database itself, so the test can ask it directly what went early.
-//!
-//! Every statement of the adapters reads time through `retention_now_us()`
-//! (migration 0001); the test replaces it with the host's clock plus an
-//! offset kept in a table. A step takes the tables' locks in EXCLUSIVE mode
-//! first, so it lands between the transactions that touch the lease or the
-//! rows, never inside one: no statement of the adapters reads one offset
-//! and acts under the other, as no session lives through a real failover.
+//! The steppable database clock and the deletion audit of real mode
+//! (`retention_sim::real`), checked against a throwaway server.
 
-use std::time::Duration;
+use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords};
+use retention_worker::{LeaseService, RecordsRepository};
+use test_support::TempServer;
 
+use retention_sim::real::db_clock::{audit, install, step};
+use retention_sim::real::log::{Log, wall_us};
 use retention_worker::pg::Pool;
 
-use crate::log::{Log, wall_us};
-
-/// Installs the steppable clock and the deletion audit (after migrating).
-pub async fn install(pool: &Pool) {
-    pool.get()
+async fn database_now_us(pool: &Pool) -> i64 {
+    let client = pool.get().await.unwrap();
+    client
+        .query_one("SELECT retention_now_us()", &[])
         .await
-        .expect("a connection")
-        .batch_execute(
-            "CREATE TABLE real_mode_clock (offset_us bigint NOT NULL);
-             INSERT INTO real_mode_clock VALUES (0);
-             CREATE OR REPLACE FUNCTION retention_now_us() RETURNS bigint
-                 LANGUAGE sql VOLATILE AS $$
-                 SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint
-                        + (SELECT offset_us FROM real_mode_clock) $$;
-             CREATE TABLE real_mode_deleted (
-                 id bigint NOT NULL,
-                 created_at_ms bigint NOT NULL,
-                 deleted_clock_us bigint NOT NULL,
-                 deleted_true_us bigint NOT NULL);
-             CREATE FUNCTION real_mode_audit() RETURNS trigger LANGUAGE plpgsql AS $$
-             BEGIN
-                 INSERT INTO real_mode_deleted VALUES (OLD.id, OLD.created_at_ms,
-                     retention_now_us(),
-                     floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint);
-                 RETURN OLD;
-             END $$;
-             CREATE TRIGGER real_mode_audit AFTER DELETE ON retention_records
-                 FOR EACH ROW EXECUTE FUNCTION real_mode_audit();",
-        )
-        .await
-        .expect("install the steppable clock and the audit");
+        .unwrap()
+        .get(0)
 }
 
-/// Steps the database's clock by `delta_ms` and records it in `log`.
-/// Retries while workers' transactions hold the tables (each attempt waits
-/// at most 200 ms, so the workers queue behind it no longer than that).
-pub async fn step(pool: &Pool, log: &Log, delta_ms: i64) {
-    loop {
-        let mut client = pool.get().await.expect("a connection");
-        let tx = client.transaction().await.expect("BEGIN");
-        let locked = tx
-            .batch_execute(
-                "SET LOCAL lock_timeout = '200ms';
-                 LOCK TABLE retention_lease, retention_records IN EXCLUSIVE MODE",
-            )
-            .await;
-        if locked.is_err() {
-            drop(tx);
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            continue;
-        }
-        tx.execute(
-            "UPDATE real_mode_clock SET offset_us = offset_us + $1",
-            &[&(delta_ms * 1_000)],
-        )
-        .await
-        .expect("step the clock");
-        // No reading of either offset happens while the locks are held:
-        // any whole millisecond in here is the step's instant.
-        tokio::time::sleep(Duration::from_millis(2)).await;
-        log.db_clock_stepped(wall_us() / 1_000 * 1_000, delta_ms);
-        tx.commit().await.expect("COMMIT the step");
-        return;
-    }
-}
-
-/// What the audit saw: rows deleted younger than `retention_ms` by the
-/// database's own clock as each went, and younger by true time (from the
-/// true instant each row was written, `written_true_ms`).
-pub struct Audit {
-    pub deleted: u64,
-    pub early_by_database_clock: u64,
-    pub early_by_true_time: u64,
-}
-
-/// Reads the audit. `written_true_ms` gives a row's true write instant
-/// (ms since the Unix epoch) from its id and `created_at_ms`.
-pub async fn audit(
-    pool: &Pool,
-    retention_ms: u64,
-    written_true_ms: impl Fn(i64, i64) -> i64,
-) -> Audit {
-    let retention = i64::try_from(retention_ms).expect("fits");
-    let rows = pool
-        .get()
-        .await
-        .expect("a connection")
-        .query(
-            "SELECT id, created_at_ms, deleted_clock_us, deleted_true_us FROM real_mode_deleted",
-            &[],
-        )
-        .await
-        .expect("read the audit");
-    let mut audit = Audit {
-        deleted: 0,
-        early_by_database_clock: 0,
-        early_by_true_time: 0,
-    };
-    for row in rows {
-        let (id, created_at_ms): (i64, i64) = (row.get(0), row.get(1));
-        let (clock_us, true_us): (i64, i64) = (row.get(2), row.get(3));
-        audit.deleted += 1;
-        if clock_us.div_euclid(1_000) - created_at_ms < retention {
-            audit.early_by_database_clock += 1;
-        }
-        if true_us.div_euclid(1_000) - written_true_ms(id, created_at_ms) < retention {
-            audit.early_by_true_time += 1;
-        }
-    }
-    audit
-}
-
-#[cfg(test)]
-mod tests {
-    use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords};
-    use retention_worker::{LeaseService, RecordsRepository};
-    use test_support::TempServer;
-
-    use super::*;
-
-    async fn database_now_us(pool: &Pool) -> i64 {
-        let client = pool.get().await.unwrap();
-        client
-            .query_one("SELECT retention_now_us()", &[])
+/// A step moves what every statement reads, the log takes it back out,
+/// and the audit tells a delete judged by the stepped clock (fine by
+/// DATA-4, early by true time) from one that ignored it (early).
+#[test]
+fn a_stepped_database_clock_is_read_and_audited() {
+    let server = TempServer::start();
+    crate::runtime().block_on(async {
+        let pool = server.database("db_clock", 2).await;
+        install(&pool).await;
+        let log = Log::new();
+        let options = PgOptions {
+            lease_ttl_ms: 60_000,
+            ..PgOptions::default()
+        };
+        let token = PgLeaseService::new(pool.clone(), options.clone())
+            .acquire("a")
             .await
             .unwrap()
-            .get(0)
-    }
+            .expect("granted")
+            .fencing_token;
+        let write = "INSERT INTO retention_records (created_at_ms)
+                     VALUES (retention_now_us() / 1000 - $1)";
+        let client = pool.get().await.unwrap();
+        for age_ms in [86_400_000_i64, 86_400_000, 1_000, 1_000] {
+            client.execute(write, &[&age_ms]).await.unwrap();
+        }
 
-    /// A step moves what every statement reads, the log takes it back out,
-    /// and the audit tells a delete judged by the stepped clock (fine by
-    /// DATA-4, early by true time) from one that ignored it (early).
-    #[test]
-    fn a_stepped_database_clock_is_read_and_audited() {
-        let server = TempServer::start();
-        crate::runtime().block_on(async {
-            let pool = server.database("db_clock", 2).await;
-            install(&pool).await;
-            let log = Log::new();
-            let options = PgOptions {
-                lease_ttl_ms: 60_000,
-                ..PgOptions::default()
-            };
-            let token = PgLeaseService::new(pool.clone(), options.clone())
-                .acquire("a")
-                .await
-                .unwrap()
-                .expect("granted")
-                .fencing_token;
-            let write = "INSERT INTO retention_records (created_at_ms)
-                         VALUES (retention_now_us() / 1000 - $1)";
-            let client = pool.get().await.unwrap();
-            for age_ms in [86_400_000_i64, 86_400_000, 1_000, 1_000] {
-                client.execute(write, &[&age_ms]).await.unwrap();
-            }
+        step(&pool, &log, 5_000).await;
+        let ahead_ms = (database_now_us(&pool).await - wall_us()) / 1_000;
+        assert!(
+            (4_990..=5_010).contains(&ahead_ms),
+            "read {ahead_ms} ms ahead"
+        );
+        let reading_us = database_now_us(&pool).await;
+        let back_us = log.db_to_wall_us(reading_us);
+        assert!((wall_us() - back_us).abs() < 100_000, "{back_us} vs now");
 
-            step(&pool, &log, 5_000).await;
-            let ahead_ms = (database_now_us(&pool).await - wall_us()) / 1_000;
-            assert!(
-                (4_990..=5_010).contains(&ahead_ms),
-                "read {ahead_ms} ms ahead"
-            );
-            let reading_us = database_now_us(&pool).await;
-            let back_us = log.db_to_wall_us(reading_us);
-            assert!((wall_us() - back_us).abs() < 100_000, "{back_us} vs now");
+        // Bounded by the stepped clock: all four are 3 s old by it; two
+        // are younger than that by true time.
+        let bounded = PgRecords::new(
+            pool.clone(),
+            PgOptions {
+                retention_ms: 3_000,
+                ..options.clone()
+            },
+        );
+        let far_ahead_ms = wall_us() / 1_000 + 86_400_000;
+        let deleted = bounded.delete_batch(far_ahead_ms, 100, token).await;
+        assert_eq!(deleted.unwrap(), 4);
+        let seen = audit(&pool, 3_000, |_, created_at_ms| created_at_ms).await;
+        assert_eq!(
+            (seen.deleted, seen.early_by_database_clock),
+            (4, 0),
+            "judged by the database's clock"
+        );
+        // Stamped by the clock before the step: only the young two.
+        assert_eq!(seen.early_by_true_time, 2);
 
-            // Bounded by the stepped clock: all four are 3 s old by it; two
-            // are younger than that by true time.
-            let bounded = PgRecords::new(
-                pool.clone(),
-                PgOptions {
-                    retention_ms: 3_000,
-                    ..options.clone()
-                },
-            );
-            let far_ahead_ms = wall_us() / 1_000 + 86_400_000;
-            let deleted = bounded.delete_batch(far_ahead_ms, 100, token).await;
-            assert_eq!(deleted.unwrap(), 4);
-            let seen = audit(&pool, 3_000, |_, created_at_ms| created_at_ms).await;
-            assert_eq!(
-                (seen.deleted, seen.early_by_database_clock),
-                (4, 0),
-                "judged by the database's clock"
-            );
-            // Stamped by the clock before the step: only the young two.
-            assert_eq!(seen.early_by_true_time, 2);
+        // A delete with no bound on the database's clock takes a row
+        // written just now, and the audit says so.
+        client.execute(write, &[&0_i64]).await.unwrap();
+        let unbounded = PgRecords::new(pool.clone(), options);
+        let deleted = unbounded.delete_batch(far_ahead_ms, 100, token).await;
+        assert_eq!(deleted.unwrap(), 1);
+        let seen = audit(&pool, 3_000, |_, created_at_ms| created_at_ms - 5_000).await;
+        assert_eq!(seen.early_by_database_clock, 1);
 
-            // A delete with no bound on the database's clock takes a row
-            // written just now, and the audit says so.
-            client.execute(write, &[&0_i64]).await.unwrap();
-            let unbounded = PgRecords::new(pool.clone(), options);
-            let deleted = unbounded.delete_batch(far_ahead_ms, 100, token).await;
-            assert_eq!(deleted.unwrap(), 1);
-            let seen = audit(&pool, 3_000, |_, created_at_ms| created_at_ms - 5_000).await;
-            assert_eq!(seen.early_by_database_clock, 1);
-
-            // Back past where it was: the later of the two instants that
-            // read the same is the one just gone.
-            step(&pool, &log, -10_000).await;
-            let reading_us = database_now_us(&pool).await;
-            assert!((wall_us() - log.db_to_wall_us(reading_us)).abs() < 100_000);
-        });
-    }
+        // Back past where it was: the later of the two instants that
+        // read the same is the one just gone.
+        step(&pool, &log, -10_000).await;
+        let reading_us = database_now_us(&pool).await;
+        assert!((wall_us() - log.db_to_wall_us(reading_us)).abs() < 100_000);
+    });
 }

@@ -8,11 +8,11 @@
 //! throwaway server per test (installing Debian's package if the binaries
 //! are missing, failing with the command otherwise); `adapters.rs` tests
 //! the adapters and runner; `differential.rs` and `concurrent.rs` compare
-//! the model with the server; `real_mode.rs` is the real-mode test,
-//! `world.rs` its run and phases, `replica.rs` a replica's lifecycle,
-//! `port.rs` the recording, faulty view of the adapters, `faults.rs` the
-//! freeze (fault draws are `retention_sim::calls`), `log.rs` the history
-//! log, `db_clock.rs` the steppable database clock and deletion audit.
+//! the model with the server; `real_mode.rs` is the real-mode test and
+//! `world.rs` its run and phases, on `retention_sim::real` (a replica's
+//! lifecycle, the recording, faulty view of the adapters, the freeze, the
+//! history log, the steppable database clock and deletion audit);
+//! `db_clock.rs` checks that clock and audit against the server.
 
 mod adapters;
 mod commit_wait;
@@ -21,11 +21,8 @@ mod db_clock;
 #[path = "../common/db_driver.rs"]
 mod db_driver;
 mod differential;
-mod faults;
-mod log;
-mod port;
 mod real_mode;
-mod replica;
+mod replay;
 mod round_trips;
 mod timed;
 mod world;

@@ -13,9 +13,9 @@ use retention_worker::WorkerConfig;
 use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords, Pool};
 use tokio::task::JoinHandle;
 
-use crate::faults::InFlight;
-use crate::log::{Log, wall_us};
-use crate::replica::{Replica, Shared};
+use retention_sim::real::gate::InFlight;
+use retention_sim::real::log::{Log, wall_us};
+use retention_sim::real::replica::{Replica, Shared};
 use test_support::TempServer;
 
 pub const REPLICAS: u32 = 3;
@@ -166,7 +166,7 @@ impl Run {
     /// A migrated database with its rows, and three replicas serving.
     pub async fn start(server: &TempServer, seed: u64, plan: &mut ChaCha8Rng) -> Self {
         let pool = server.database("real_mode", 12).await;
-        crate::db_clock::install(&pool).await;
+        retention_sim::real::db_clock::install(&pool).await;
         let log = Arc::new(Log::new());
         let initial_rows = seed_rows(&pool, log.epoch_ms).await;
         // As the runner sets them: the retention enforced a second time
@@ -187,6 +187,8 @@ impl Run {
                 renew_reply_delay_permille: 100,
                 ..FaultConfig::default()
             },
+            events: Vec::new(),
+            forced_faults: true,
             faults_on: Arc::new(AtomicBool::new(true)),
             renew_interval_ms: worker_config().renew_interval_ms,
             next_call: Arc::new(AtomicU64::new(0)),
@@ -266,9 +268,9 @@ impl Run {
         let (pool, log) = (self.pool.clone(), self.log.clone());
         schedule.push(tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(db_step_at_ms)).await;
-            crate::db_clock::step(&pool, &log, DB_CLOCK_STEP_MS).await;
+            retention_sim::real::db_clock::step(&pool, &log, DB_CLOCK_STEP_MS).await;
             tokio::time::sleep(Duration::from_millis(2_000)).await;
-            crate::db_clock::step(&pool, &log, -2 * DB_CLOCK_STEP_MS).await;
+            retention_sim::real::db_clock::step(&pool, &log, -2 * DB_CLOCK_STEP_MS).await;
         }));
         schedule
     }
@@ -343,10 +345,11 @@ impl Run {
             .iter()
             .map(|row| (row.id, row.written_true_ms))
             .collect();
-        let audit = crate::db_clock::audit(&self.pool, RETENTION_MS, |id, created_at_ms| {
-            true_by_id.get(&id).copied().unwrap_or(created_at_ms)
-        })
-        .await;
+        let audit =
+            retention_sim::real::db_clock::audit(&self.pool, RETENTION_MS, |id, created_at_ms| {
+                true_by_id.get(&id).copied().unwrap_or(created_at_ms)
+            })
+            .await;
         history.events.push(retention_sim::model::Event {
             at_ms: now_ms() - start_ms,
             actor: Actor::World,
@@ -372,7 +375,7 @@ pub struct Tally {
     pub history: History,
     pub rows_left: u64,
     pub stale_rows_left: u64,
-    pub audit: crate::db_clock::Audit,
+    pub audit: retention_sim::real::db_clock::Audit,
 }
 
 /// The replica in a term now; waits up to a second for one (between terms

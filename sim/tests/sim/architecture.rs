@@ -21,6 +21,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "model", "checker", "db", "calls", "world", "subject", "report",
         ],
     ),
+    ("real", &["model", "checker", "calls", "report"]),
 ];
 
 /// Layers that run on any runtime: madsim is not theirs to name.

@@ -33,21 +33,37 @@ pub struct TempServer {
 }
 
 impl TempServer {
-    /// Starts a fresh server, or panics saying what is missing and how to
-    /// install it. Never skips.
+    /// Starts a fresh server (installing Debian's package if the binaries
+    /// are missing), or panics saying what is missing and how to install
+    /// it. Never skips.
     pub fn start() -> Self {
+        Self::launch(find_bin_dir()).unwrap_or_else(|problem| panic!("{problem}"))
+    }
+
+    /// Starts a fresh server with the binaries already installed, for a
+    /// command line that must not install packages behind its user's back:
+    /// an error names what is missing and the command that installs it.
+    pub fn start_installed() -> Result<Self, String> {
+        let bin = search_bin_dir().ok_or_else(|| {
+            format!("PostgreSQL's server binaries were not found: {INSTALL_HINT}")
+        })?;
+        Self::launch(bin)
+    }
+
+    fn launch(bin: PathBuf) -> Result<Self, String> {
         static STARTED: AtomicU32 = AtomicU32::new(0);
-        let bin = find_bin_dir();
         let run_as = if command_output("id", &["-u"]) == "0" {
-            assert!(
-                Command::new("id")
-                    .arg("-u")
-                    .arg("postgres")
-                    .output()
-                    .is_ok_and(|o| o.status.success()),
-                "running as root, PostgreSQL needs an unprivileged user and there is no \
-                 `postgres` user: {INSTALL_HINT}"
-            );
+            let has_user = Command::new("id")
+                .arg("-u")
+                .arg("postgres")
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if !has_user {
+                return Err(format!(
+                    "running as root, PostgreSQL needs an unprivileged user and there is no \
+                     `postgres` user: {INSTALL_HINT}"
+                ));
+            }
             Some("postgres".to_owned())
         } else {
             None
@@ -112,14 +128,14 @@ impl TempServer {
                 ],
             );
             match started {
-                Ok(()) => return server,
+                Ok(()) => return Ok(server),
                 Err(error) => {
                     let tail = std::fs::read_to_string(&log).unwrap_or_default();
                     last_error = format!("{error}\nserver log:\n{tail}");
                 }
             }
         }
-        panic!("PostgreSQL did not start: {last_error}");
+        Err(format!("PostgreSQL did not start: {last_error}"))
     }
 
     /// The server's port on 127.0.0.1.

@@ -37,9 +37,25 @@ pub enum Command {
         /// Also draw the run as an SVG swimlane picture in this file.
         #[arg(long, value_name = "FILE.svg")]
         svg: Option<std::path::PathBuf>,
-        /// Replace the `--save` or `--svg` file if it exists.
+        /// Replace the `--save` or `--svg` file if it exists (with `--real`,
+        /// the attempts in `--out`).
         #[arg(long)]
         force: bool,
+        /// Run the plan against a throwaway PostgreSQL with the production
+        /// worker and adapters, on real time, and judge it the same way.
+        #[arg(long, conflicts_with_all = ["save", "svg"])]
+        real: bool,
+        /// With `--real`: attempts before "not reproduced".
+        #[arg(long, default_value_t = 3, requires = "real")]
+        attempts: u32,
+        /// With `--real`: the folder for each attempt's history and picture.
+        #[arg(
+            long,
+            value_name = "DIR",
+            default_value = "real-replay",
+            requires = "real"
+        )]
+        out: std::path::PathBuf,
     },
     /// Shrinks a failing replay token: drops events, turns faults off,
     /// moves settings to their defaults, removes replicas, shortens the run

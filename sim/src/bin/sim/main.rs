@@ -20,6 +20,7 @@ mod output;
 mod page;
 mod plan;
 mod progress;
+mod real;
 mod summary;
 mod sweep;
 mod tally;
@@ -81,9 +82,18 @@ fn main() -> ExitCode {
         }
         Command::Replay {
             token,
+            real: true,
+            attempts,
+            out,
+            force,
+            ..
+        } => parse_token(&token).and_then(|spec| real::replay_real(&spec, attempts, &out, force)),
+        Command::Replay {
+            token,
             save,
             svg,
             force,
+            ..
         } => preflight(
             &[],
             &[("--save", save.as_deref()), ("--svg", svg.as_deref())],

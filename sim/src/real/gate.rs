@@ -15,15 +15,24 @@ use tokio::sync::watch;
 #[derive(Clone)]
 pub struct Gate(watch::Sender<bool>);
 
+impl Default for Gate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Gate {
+    /// An open gate.
     pub fn new() -> Self {
         Self(watch::channel(false).0)
     }
 
+    /// Freezes the process.
     pub fn close(&self) {
         self.0.send_replace(true);
     }
 
+    /// Thaws the process.
     pub fn open(&self) {
         self.0.send_replace(false);
     }
@@ -33,6 +42,7 @@ impl Gate {
         self.0.same_channel(&other.0)
     }
 
+    /// Waits while the process is frozen.
     pub async fn pass(&self) {
         let mut paused = self.0.subscribe();
         while *paused.borrow_and_update() {
@@ -66,6 +76,7 @@ impl Clock for GatedClock {
 pub struct InFlight(pub AtomicU64);
 
 impl InFlight {
+    /// Waits until no database call is in flight.
     pub async fn drained(&self) {
         while self.0.load(Ordering::SeqCst) > 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;

@@ -6,16 +6,17 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use retention_sim::model::{Actor, EventKind, Invocation, OpKind, Outcome, RowRec};
+use crate::model::{Actor, EventKind, Invocation, OpKind, Outcome, RowRec};
 use retention_worker::{CallError, CallErrorKind, Lease, LeaseService, RecordsRepository};
 
-use crate::faults::Gate;
-use crate::replica::Replica;
+use super::gate::Gate;
+use super::replica::Replica;
 
 /// A replica's lease service and repository: the production adapters, with
 /// faults around them and every call recorded.
 #[derive(Clone)]
 pub struct Port {
+    /// The replica whose calls these are.
     pub replica: Arc<Replica>,
     /// The freeze of the process this port belongs to.
     pub gate: Gate,
@@ -45,6 +46,7 @@ impl Port {
         let (ticket, invoke) = replica.ledger.open(invocation);
         let (call, term) = (ticket.call, ticket.term);
         replica.record(invoke);
+        replica.trigger_stops(&ticket);
         let drawn = replica.draw(&ticket);
         sleep_ms(drawn.request_delay_ms).await;
         // Frozen while the request was delayed: it leaves after the thaw.

@@ -5,29 +5,38 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::calls::{CallFaults, CallLedger, CallTicket, FaultDraws};
+use crate::model::{EventKind, FaultConfig, FaultEvent, OpKind, TermSummary};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use retention_sim::calls::{CallFaults, CallLedger, CallTicket, FaultDraws};
-use retention_sim::model::{EventKind, FaultConfig, TermSummary};
 use retention_worker::pg::{PgLeaseService, PgRecords};
 use retention_worker::{Dependencies, SeededJitter, Worker, WorkerConfig};
 use tokio::task::JoinHandle;
 
-use crate::faults::{Gate, GatedClock, InFlight};
-use crate::log::Log;
-use crate::port::Port;
+use super::gate::{Gate, GatedClock, InFlight};
+use super::log::Log;
+use super::port::Port;
 
 type RealWorker = Worker<GatedClock, Port, Port>;
 
 /// One replica: identity, calls and fault draws (the simulator's own), and
 /// its current worker.
 pub struct Replica {
+    /// The replica's number, from 1.
     pub index: u32,
+    /// The run's log.
     pub log: Arc<Log>,
+    /// Numbers its calls and terms.
     pub ledger: CallLedger,
     draws: FaultDraws,
     faults_on: Arc<AtomicBool>,
+    forced_faults: bool,
+    /// `(op, nth, callers)`: `callers` stop calls the moment this replica
+    /// issues its `nth` call of `op`.
+    stop_triggers: Vec<(OpKind, u32, u32)>,
+    /// Database calls in flight, all replicas'.
     pub in_flight: Arc<InFlight>,
+    /// `stop()` callers so far.
     pub stop_callers: AtomicU32,
     /// Calls this replica has made, across restarts.
     pub calls: AtomicU32,
@@ -37,8 +46,11 @@ pub struct Replica {
     pub clock_offset_ms: Arc<std::sync::atomic::AtomicI64>,
     /// Between a granted acquire and the term's end.
     pub leading: AtomicBool,
+    /// The production lease adapter.
     pub leases: PgLeaseService,
+    /// The production records adapter.
     pub records: PgRecords,
+    /// The current process's worker and its serving task.
     pub running: Mutex<Option<(Arc<RealWorker>, JoinHandle<()>)>>,
     /// Held through a kill or stop and the restart after it, so two of them
     /// never interleave on one replica (which would leave two workers).
@@ -47,19 +59,32 @@ pub struct Replica {
 
 /// What the replicas share.
 pub struct Shared {
+    /// The run's log.
     pub log: Arc<Log>,
     /// The knobs every replica draws from, while `faults_on`.
     pub faults: FaultConfig,
+    /// The plan's timed events: its call faults strike through the draws,
+    /// its stops during a call through the ports.
+    pub events: Vec<FaultEvent>,
+    /// Every replica's 5th call refused and 9th reply lost, whatever the
+    /// draws say (the real-mode test, so that each run has both).
+    pub forced_faults: bool,
     /// Off for the drain phase: calls draw as before, and meet nothing.
     pub faults_on: Arc<AtomicBool>,
+    /// The worker's renewal interval, which the renewal reply delays use.
     pub renew_interval_ms: u64,
+    /// Numbers calls across replicas.
     pub next_call: Arc<AtomicU64>,
+    /// Database calls in flight.
     pub in_flight: Arc<InFlight>,
+    /// The production lease adapter.
     pub leases: PgLeaseService,
+    /// The production records adapter.
     pub records: PgRecords,
 }
 
 impl Replica {
+    /// Replica `index`, its draws seeded from `seed`.
     pub fn new(index: u32, seed: u64, shared: &Shared) -> Arc<Self> {
         Arc::new(Self {
             index,
@@ -70,9 +95,23 @@ impl Replica {
                 shared.renew_interval_ms,
                 ChaCha8Rng::seed_from_u64(seed ^ u64::from(index) << 32),
                 index,
-                &[],
+                &shared.events,
             ),
             faults_on: shared.faults_on.clone(),
+            forced_faults: shared.forced_faults,
+            stop_triggers: shared
+                .events
+                .iter()
+                .filter_map(|event| match event {
+                    FaultEvent::StopDuring {
+                        replica,
+                        op,
+                        nth,
+                        callers,
+                    } if *replica == index => Some((*op, *nth, *callers)),
+                    _ => None,
+                })
+                .collect(),
             in_flight: shared.in_flight.clone(),
             stop_callers: AtomicU32::new(0),
             calls: AtomicU32::new(0),
@@ -86,6 +125,7 @@ impl Replica {
         })
     }
 
+    /// Records an event of this replica, in its current term.
     pub fn record(&self, kind: EventKind) {
         self.log
             .record(self.ledger.actor(), self.ledger.term(), kind);
@@ -122,7 +162,7 @@ impl Replica {
     /// worker reads as now jumps; its timers do not.
     pub fn step_clock(&self, delta_ms: i64) {
         let epoch_ms = self.log.epoch_ms;
-        let from_ms = crate::log::wall_us() / 1_000 + self.clock_offset_ms.load(Ordering::SeqCst);
+        let from_ms = super::log::wall_us() / 1_000 + self.clock_offset_ms.load(Ordering::SeqCst);
         self.clock_offset_ms.fetch_add(delta_ms, Ordering::SeqCst);
         let to_ms = from_ms + delta_ms;
         let kind = EventKind::ClockStepped {
@@ -149,10 +189,12 @@ impl Replica {
         self.gate.lock().unwrap().clone()
     }
 
+    /// Records that a fresh process of this replica starts.
     pub fn record_restart(&self) {
         self.record(EventKind::Restarted);
     }
 
+    /// Freezes the process for `for_ms` (a GC pause), then thaws it.
     pub async fn pause(&self, for_ms: u64) {
         let gate = self.freeze(for_ms);
         tokio::time::sleep(Duration::from_millis(for_ms)).await;
@@ -168,6 +210,7 @@ impl Replica {
         gate
     }
 
+    /// Thaws a process [`Replica::freeze`] froze.
     pub fn thaw(&self, gate: &Gate) {
         // A process killed while frozen has no thaw; its successor was
         // never frozen.
@@ -221,11 +264,27 @@ impl Replica {
         if !self.faults_on.load(Ordering::SeqCst) {
             return CallFaults::default();
         }
+        if !self.forced_faults {
+            return drawn;
+        }
         match nth {
             5 => (drawn.reject, drawn.ambiguous, drawn.revoke) = (true, false, false),
             9 => (drawn.reject, drawn.ambiguous) = (false, true),
             _ => {}
         }
         drawn
+    }
+
+    /// Starts the stops the plan times to race this call (`stop_during`).
+    pub fn trigger_stops(self: &Arc<Self>, ticket: &CallTicket) {
+        for &(op, nth, callers) in &self.stop_triggers {
+            if op == ticket.op && nth == ticket.nth {
+                let me = self.clone();
+                tokio::spawn(async move {
+                    let _alone = me.lifecycle.lock().await;
+                    me.stop(callers).await;
+                });
+            }
+        }
     }
 }

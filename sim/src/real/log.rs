@@ -10,7 +10,7 @@
 
 use std::sync::Mutex;
 
-use retention_sim::model::{Actor, Event, EventKind, Header, History, LeaseRec};
+use crate::model::{Actor, Event, EventKind, Header, History, LeaseRec};
 use retention_worker::Lease;
 
 /// Microseconds since the Unix epoch, on the clock PostgreSQL also reads.
@@ -36,7 +36,14 @@ pub struct Log {
 /// bound in real mode, with room to spare.
 const READING_AGE_US_MAX: i64 = 3_000_000;
 
+impl Default for Log {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Log {
+    /// An empty log whose epoch (time 0 of the history) is now.
     pub fn new() -> Self {
         Self {
             epoch_ms: wall_us() / 1_000,
@@ -99,6 +106,7 @@ impl Log {
         reading_us.div_euclid(1_000) - self.epoch_ms
     }
 
+    /// Records an event at wall-clock microsecond `at_us`.
     pub fn record_at(&self, at_us: i64, actor: Actor, term: u32, kind: EventKind) {
         let event = Event {
             at_ms: at_us.div_euclid(1_000) - self.epoch_ms,
@@ -109,10 +117,12 @@ impl Log {
         self.entries.lock().unwrap().push((at_us, event));
     }
 
+    /// Records an event now, by the wall clock.
     pub fn record(&self, actor: Actor, term: u32, kind: EventKind) {
         self.record_at(wall_us(), actor, term, kind);
     }
 
+    /// A lease as the history records it, on the run's clock.
     pub fn lease(&self, lease: &Lease) -> LeaseRec {
         LeaseRec {
             owner: lease.owner_id.clone(),

@@ -1,0 +1,127 @@
+//! `sim replay TOKEN --real`: the token's plan run against a throwaway
+//! PostgreSQL with the production worker and adapters, judged by the same
+//! checker, each attempt's history and picture saved.
+
+use std::path::Path;
+
+use retention_sim::model::RunSpec;
+use retention_sim::real::run::{not_applied, run_plan};
+use retention_sim::report::{excerpt, swimlanes};
+use retention_sim::{Sim, check};
+use test_support::TempServer;
+
+/// What a plan fixes, and so is applied exactly; what the machine decides.
+const EXACT: &str = "applied exactly: replicas, worker settings, the server-side bounds, \
+    the backlog and boundary rows (drawn from the seed), the fault knobs' draws per call, \
+    chosen calls' faults and stops (by call number), and each timed event's instant on the \
+    run's clock";
+const APPROXIMATE: &str = "applied approximately: the database's work and commit times \
+    (the server's own), network delays (loopback), scheduling (tokio and the OS), and so \
+    which call an instant lands in";
+
+/// Runs `spec` up to `attempts` times against one throwaway server, each
+/// on a fresh database; stops at the first attempt that violates a clause.
+/// Writes `attempt-K.jsonl` and `attempt-K.svg` into `out`. Ok(true) when
+/// no attempt violated a clause.
+pub fn replay_real(spec: &RunSpec, attempts: u32, out: &Path, force: bool) -> Result<bool, String> {
+    spec.validate().map_err(|error| error.to_string())?;
+    if let Some(flaw) = spec.flaw {
+        return Err(format!(
+            "the token names the flaw {flaw}: flawed variants do not run against PostgreSQL yet \
+             (only the production worker does)"
+        ));
+    }
+    if attempts == 0 {
+        return Err("--attempts must be at least 1".to_owned());
+    }
+    prepare_folder(out, force)?;
+    let simulated = check(&Sim::new(spec).run().map_err(|error| error.to_string())?);
+    let expected: Vec<&str> = simulated.violations.iter().map(|v| v.clause).collect();
+    println!(
+        "simulated: {}",
+        if expected.is_empty() {
+            "no violation".to_owned()
+        } else {
+            format!("violates {}", dedup(&expected).join(", "))
+        }
+    );
+    println!("{EXACT}");
+    println!("{APPROXIMATE}");
+    for skipped in not_applied(spec) {
+        println!("not applied: {skipped}");
+    }
+    let server = TempServer::start_installed()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| format!("cannot start a tokio runtime: {error}"))?;
+    for attempt in 1..=attempts {
+        let name = format!("replay_attempt_{attempt}");
+        let real = runtime.block_on(run_plan(&server, spec, &name));
+        let verdict = check(&real.history);
+        let jsonl = out.join(format!("attempt-{attempt}.jsonl"));
+        let svg = out.join(format!("attempt-{attempt}.svg"));
+        write(&jsonl, &real.history.to_jsonl())?;
+        write(&svg, &swimlanes(&real.history, &verdict))?;
+        let clauses: Vec<&str> = verdict.violations.iter().map(|v| v.clause).collect();
+        println!(
+            "attempt {attempt} of {attempts}: {} events, {} ({})",
+            real.history.events.len(),
+            if clauses.is_empty() {
+                "no violation".to_owned()
+            } else {
+                format!("violates {}", dedup(&clauses).join(", "))
+            },
+            jsonl.display()
+        );
+        if let Some(first) = verdict.violations.first() {
+            println!("{first}\n{}", excerpt(&real.history, &first.events));
+            let same = expected.contains(&first.clause);
+            println!(
+                "confirmed against PostgreSQL: {} (attempt {attempt} of {attempts}){}",
+                dedup(&clauses).join(", "),
+                if same || expected.is_empty() {
+                    ""
+                } else {
+                    "; the simulation violated other clauses"
+                }
+            );
+            return Ok(false);
+        }
+    }
+    println!("not reproduced in {attempts} attempt(s)");
+    Ok(true)
+}
+
+fn dedup<'a>(clauses: &[&'a str]) -> Vec<&'a str> {
+    let mut seen: Vec<&str> = Vec::new();
+    for clause in clauses {
+        if !seen.contains(clause) {
+            seen.push(clause);
+        }
+    }
+    seen
+}
+
+/// The attempts' folder: created, or refused when it holds files already
+/// (unless `force`, which replaces the attempts' files only).
+fn prepare_folder(out: &Path, force: bool) -> Result<(), String> {
+    match std::fs::read_dir(out) {
+        Ok(mut entries) => {
+            if entries.next().is_some() && !force {
+                return Err(format!(
+                    "--out {}: the folder is not empty (add --force to replace its attempts)",
+                    out.display()
+                ));
+            }
+            Ok(())
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(out)
+            .map_err(|error| format!("--out {}: cannot create it: {error}", out.display())),
+        Err(error) => Err(format!("--out {}: {error}", out.display())),
+    }
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|error| format!("{}: cannot write: {error}", path.display()))
+}

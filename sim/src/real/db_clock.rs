@@ -1,0 +1,129 @@
+//! The real-mode database's clock, made steppable (a failover to a host
+//! whose clock differs), and an audit of every row deleted, kept by the
+//! database itself, so the test can ask it directly what went early.
+//!
+//! Every statement of the adapters reads time through `retention_now_us()`
+//! (migration 0001); the test replaces it with the host's clock plus an
+//! offset kept in a table. A step takes the tables' locks in EXCLUSIVE mode
+//! first, so it lands between the transactions that touch the lease or the
+//! rows, never inside one: no statement of the adapters reads one offset
+//! and acts under the other, as no session lives through a real failover.
+
+use std::time::Duration;
+
+use retention_worker::pg::Pool;
+
+use super::log::{Log, wall_us};
+
+/// Installs the steppable clock and the deletion audit (after migrating).
+pub async fn install(pool: &Pool) {
+    pool.get()
+        .await
+        .expect("a connection")
+        .batch_execute(
+            "CREATE TABLE real_mode_clock (offset_us bigint NOT NULL);
+             INSERT INTO real_mode_clock VALUES (0);
+             CREATE OR REPLACE FUNCTION retention_now_us() RETURNS bigint
+                 LANGUAGE sql VOLATILE AS $$
+                 SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint
+                        + (SELECT offset_us FROM real_mode_clock) $$;
+             CREATE TABLE real_mode_deleted (
+                 id bigint NOT NULL,
+                 created_at_ms bigint NOT NULL,
+                 deleted_clock_us bigint NOT NULL,
+                 deleted_true_us bigint NOT NULL);
+             CREATE FUNCTION real_mode_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 INSERT INTO real_mode_deleted VALUES (OLD.id, OLD.created_at_ms,
+                     retention_now_us(),
+                     floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint);
+                 RETURN OLD;
+             END $$;
+             CREATE TRIGGER real_mode_audit AFTER DELETE ON retention_records
+                 FOR EACH ROW EXECUTE FUNCTION real_mode_audit();",
+        )
+        .await
+        .expect("install the steppable clock and the audit");
+}
+
+/// Steps the database's clock by `delta_ms` and records it in `log`.
+/// Retries while workers' transactions hold the tables (each attempt waits
+/// at most 200 ms, so the workers queue behind it no longer than that).
+pub async fn step(pool: &Pool, log: &Log, delta_ms: i64) {
+    loop {
+        let mut client = pool.get().await.expect("a connection");
+        let tx = client.transaction().await.expect("BEGIN");
+        let locked = tx
+            .batch_execute(
+                "SET LOCAL lock_timeout = '200ms';
+                 LOCK TABLE retention_lease, retention_records IN EXCLUSIVE MODE",
+            )
+            .await;
+        if locked.is_err() {
+            drop(tx);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        }
+        tx.execute(
+            "UPDATE real_mode_clock SET offset_us = offset_us + $1",
+            &[&(delta_ms * 1_000)],
+        )
+        .await
+        .expect("step the clock");
+        // No reading of either offset happens while the locks are held:
+        // any whole millisecond in here is the step's instant.
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        log.db_clock_stepped(wall_us() / 1_000 * 1_000, delta_ms);
+        tx.commit().await.expect("COMMIT the step");
+        return;
+    }
+}
+
+/// What the audit saw: rows deleted younger than `retention_ms` by the
+/// database's own clock as each went, and younger by true time (from the
+/// true instant each row was written, `written_true_ms`).
+pub struct Audit {
+    /// Rows deleted.
+    pub deleted: u64,
+    /// Rows deleted younger than the retention by the database's clock.
+    pub early_by_database_clock: u64,
+    /// Rows deleted younger than the retention by true time.
+    pub early_by_true_time: u64,
+}
+
+/// Reads the audit. `written_true_ms` gives a row's true write instant
+/// (ms since the Unix epoch) from its id and `created_at_ms`.
+pub async fn audit(
+    pool: &Pool,
+    retention_ms: u64,
+    written_true_ms: impl Fn(i64, i64) -> i64,
+) -> Audit {
+    let retention = i64::try_from(retention_ms).expect("fits");
+    let rows = pool
+        .get()
+        .await
+        .expect("a connection")
+        .query(
+            "SELECT id, created_at_ms, deleted_clock_us, deleted_true_us FROM real_mode_deleted",
+            &[],
+        )
+        .await
+        .expect("read the audit");
+    let mut audit = Audit {
+        deleted: 0,
+        early_by_database_clock: 0,
+        early_by_true_time: 0,
+    };
+    for row in rows {
+        let (id, created_at_ms): (i64, i64) = (row.get(0), row.get(1));
+        let (clock_us, true_us): (i64, i64) = (row.get(2), row.get(3));
+        audit.deleted += 1;
+        if clock_us.div_euclid(1_000) - created_at_ms < retention {
+            audit.early_by_database_clock += 1;
+        }
+        if true_us.div_euclid(1_000) - written_true_ms(id, created_at_ms) < retention {
+            audit.early_by_true_time += 1;
+        }
+    }
+    audit
+}

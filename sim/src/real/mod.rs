@@ -1,0 +1,24 @@
+//! Real mode: the production worker and its PostgreSQL adapters on tokio,
+//! against a real server, with the simulator's faults injected around the
+//! adapters and every call and database effect recorded as a [`History`]
+//! the checker judges.
+//!
+//! Time here is the wall clock, so two runs of one plan interleave
+//! differently; what a plan fixes (fault draws, event instants, call
+//! numbers, settings) is applied exactly, and what the machine decides
+//! (database work time, network delays, scheduling) is not.
+//!
+//! Map: `log` stamps and sorts the events, `gate` freezes a process and
+//! steps its clock, `db_clock` makes the database's clock steppable and
+//! audits every row deleted, `port` is a replica's faulty, recording view
+//! of the adapters, `replica` a replica's lifecycle (start, kill, pause,
+//! stop).
+//!
+//! [`History`]: crate::History
+
+pub mod db_clock;
+pub mod gate;
+pub mod log;
+pub mod port;
+pub mod replica;
+pub mod run;

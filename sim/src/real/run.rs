@@ -1,0 +1,383 @@
+//! One plan ([`RunSpec`]) run in real mode: its replicas, settings, rows,
+//! arrivals, fault knobs and timed events applied to the production worker
+//! and adapters against a fresh database, and the history it leaves.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords, Pool};
+use test_support::TempServer;
+
+use super::db_clock;
+use super::gate::InFlight;
+use super::log::{Log, wall_us};
+use super::replica::{Replica, Shared};
+use crate::model::{Actor, Event, EventKind, FaultEvent, Flaw, History, RunSpec};
+
+/// What a real run of a plan left: its history (with its `Final` event)
+/// and the database's own audit of every row it deleted.
+pub struct RealRun {
+    /// The history, judged as a simulated one is.
+    pub history: History,
+    /// The database's account of the deletes.
+    pub audit: db_clock::Audit,
+}
+
+/// The parts of a plan real mode cannot apply; the run goes on without
+/// them, and says so.
+pub fn not_applied(spec: &RunSpec) -> Vec<String> {
+    let mut skipped = Vec::new();
+    for (index, event) in spec.events.iter().enumerate() {
+        let why = match event {
+            FaultEvent::ClockRate { .. } => "a clock's rate cannot be changed under tokio's timers",
+            FaultEvent::StallStandby { .. } => "the throwaway server has no standby",
+            _ => continue,
+        };
+        skipped.push(format!("events[{index}] ({}): {why}", event_name(event)));
+    }
+    if spec.faults.packet_loss_permille > 0 {
+        skipped.push("faults.packet_loss_permille: loopback TCP loses nothing".to_owned());
+    }
+    skipped
+}
+
+fn event_name(event: &FaultEvent) -> &'static str {
+    match event {
+        FaultEvent::Pause { .. } => "pause",
+        FaultEvent::Crash { .. } => "crash",
+        FaultEvent::Stop { .. } => "stop",
+        FaultEvent::CallFault { .. } => "call_fault",
+        FaultEvent::HoldRows { .. } => "hold_rows",
+        FaultEvent::StallStandby { .. } => "stall_standby",
+        FaultEvent::ClockStep { .. } => "clock_step",
+        FaultEvent::ClockRate { .. } => "clock_rate",
+        FaultEvent::DbClockStep { .. } => "db_clock_step",
+        FaultEvent::StopDuring { .. } => "stop_during",
+    }
+}
+
+/// The adapters' options for this plan, as the runner would set them.
+pub fn pg_options(spec: &RunSpec) -> PgOptions {
+    PgOptions {
+        lease_ttl_ms: spec.worker.lease_ttl_ms,
+        call_timeout_ms: spec.rpc_timeout_ms,
+        statement_timeout_ms: spec.statement_timeout_ms,
+        lock_timeout_ms: spec.lock_timeout_ms,
+        idle_in_transaction_timeout_ms: spec.idle_in_transaction_timeout_ms,
+        // The flaws that stand for the reviewed design run without the
+        // bound on the database's clock, as in the simulator.
+        retention_ms: if spec.flaw.is_some_and(Flaw::drops_database_bound) {
+            0
+        } else {
+            spec.worker.retention_ms
+        },
+        ..PgOptions::default()
+    }
+}
+
+/// Runs `spec` against a fresh database `name` on `server`.
+pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRun {
+    let replicas = spec.replicas;
+    let pool = server.database(name, 4 + 3 * replicas as usize).await;
+    db_clock::install(&pool).await;
+    let log = Arc::new(Log::new());
+    let mut plan = ChaCha8Rng::seed_from_u64(spec.seed);
+    let initial_rows = seed_rows(&pool, spec, log.epoch_ms, &mut plan).await;
+    let options = pg_options(spec);
+    let shared = Shared {
+        log: log.clone(),
+        faults: spec.faults.clone(),
+        events: spec.events.clone(),
+        forced_faults: false,
+        faults_on: Arc::new(AtomicBool::new(true)),
+        renew_interval_ms: spec.worker.renew_interval_ms,
+        next_call: Arc::new(AtomicU64::new(0)),
+        in_flight: Arc::new(InFlight::default()),
+        leases: PgLeaseService::new(pool.clone(), options.clone()),
+        records: PgRecords::new(pool.clone(), options),
+    };
+    let skew_max = i64::try_from(spec.faults.clock_skew_ms_max).unwrap_or(i64::MAX);
+    let mut skews_ms = Vec::new();
+    let mut members = Vec::new();
+    for index in 1..=replicas {
+        let drawn_ms = if skew_max > 0 {
+            plan.gen_range(-skew_max..=skew_max)
+        } else {
+            0
+        };
+        let skew_ms = spec
+            .skews_ms
+            .get(index as usize - 1)
+            .copied()
+            .unwrap_or(drawn_ms);
+        skews_ms.push(skew_ms);
+        let replica = Replica::new(index, spec.seed, &shared);
+        replica.clock_offset_ms.store(skew_ms, Ordering::SeqCst);
+        members.push(replica);
+    }
+    let config = spec.worker.config();
+    for replica in &members {
+        replica.start(config.clone(), plan.r#gen());
+    }
+    let arrivals_done = Arc::new(AtomicBool::new(false));
+    let inserter = tokio::spawn(insert_arrivals(
+        pool.clone(),
+        log.clone(),
+        spec.arrivals_per_sec,
+        arrivals_done.clone(),
+    ));
+    let schedule: Vec<_> = spec
+        .events
+        .iter()
+        .map(|event| {
+            let strike = Strike {
+                event: event.clone(),
+                replicas: members.clone(),
+                pool: pool.clone(),
+                log: log.clone(),
+                config: config.clone(),
+                jitter_seed: plan.r#gen(),
+            };
+            tokio::spawn(strike.run())
+        })
+        .collect();
+
+    sleep_until(&log, spec.duration_ms).await;
+    for task in &schedule {
+        task.abort();
+    }
+    let stops: Vec<_> = members
+        .iter()
+        .map(|replica| {
+            let replica = replica.clone();
+            tokio::spawn(async move {
+                let _alone = replica.lifecycle.lock().await;
+                replica.stop(1).await;
+            })
+        })
+        .collect();
+    let bound = Duration::from_millis(spec.stop_bound_ms());
+    let _ = tokio::time::timeout(bound, futures_util::future::join_all(stops)).await;
+    shared.in_flight.drained().await;
+    arrivals_done.store(true, Ordering::SeqCst);
+    let arrived = inserter.await.expect("the inserter panicked");
+    finish(spec, &pool, &log, skews_ms, initial_rows, &arrived).await
+}
+
+async fn sleep_until(log: &Log, at_ms: u64) {
+    let now_ms = wall_us() / 1_000 - log.epoch_ms;
+    let wait_ms = i64::try_from(at_ms).unwrap_or(i64::MAX) - now_ms;
+    if let Ok(wait_ms) = u64::try_from(wait_ms) {
+        tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+    }
+}
+
+/// One timed event of the plan, as it strikes.
+struct Strike {
+    event: FaultEvent,
+    replicas: Vec<Arc<Replica>>,
+    pool: Pool,
+    log: Arc<Log>,
+    config: retention_worker::WorkerConfig,
+    jitter_seed: u64,
+}
+
+impl Strike {
+    async fn run(self) {
+        let replica = |index: u32| self.replicas[index as usize - 1].clone();
+        match self.event {
+            FaultEvent::Pause {
+                replica: index,
+                at_ms,
+                for_ms,
+            } => {
+                sleep_until(&self.log, at_ms).await;
+                replica(index).pause(for_ms).await;
+            }
+            FaultEvent::Crash {
+                replica: index,
+                at_ms,
+                restart_after_ms,
+            } => {
+                sleep_until(&self.log, at_ms).await;
+                let victim = replica(index);
+                let _alone = victim.lifecycle.lock().await;
+                victim.kill().await;
+                tokio::time::sleep(Duration::from_millis(restart_after_ms)).await;
+                victim.record_restart();
+                victim.start(self.config.clone(), self.jitter_seed);
+            }
+            FaultEvent::Stop {
+                replica: index,
+                at_ms,
+                callers,
+            } => {
+                sleep_until(&self.log, at_ms).await;
+                let victim = replica(index);
+                let _alone = victim.lifecycle.lock().await;
+                victim.stop(callers).await;
+            }
+            FaultEvent::ClockStep {
+                replica: index,
+                at_ms,
+                delta_ms,
+            } => {
+                sleep_until(&self.log, at_ms).await;
+                replica(index).step_clock(delta_ms);
+            }
+            FaultEvent::DbClockStep { at_ms, delta_ms } => {
+                sleep_until(&self.log, at_ms).await;
+                db_clock::step(&self.pool, &self.log, delta_ms).await;
+            }
+            FaultEvent::HoldRows {
+                at_ms,
+                for_ms,
+                rows,
+            } => {
+                sleep_until(&self.log, at_ms).await;
+                hold_rows(&self.pool, &self.log, rows, for_ms).await;
+            }
+            // Call faults strike through the replicas' draws, stops during
+            // a call through their ports; the rest cannot be applied.
+            FaultEvent::CallFault { .. }
+            | FaultEvent::StopDuring { .. }
+            | FaultEvent::ClockRate { .. }
+            | FaultEvent::StallStandby { .. } => {}
+        }
+    }
+}
+
+/// Another client locks the `rows` oldest records `FOR UPDATE` for
+/// `for_ms`, then commits.
+async fn hold_rows(pool: &Pool, log: &Log, rows: u32, for_ms: u64) {
+    let mut client = pool.get().await.expect("a connection");
+    let txn = client.transaction().await.expect("BEGIN");
+    let locked = txn
+        .query(
+            "SELECT id FROM retention_records ORDER BY created_at_ms, id LIMIT $1 FOR UPDATE",
+            &[&i64::from(rows)],
+        )
+        .await
+        .expect("lock the oldest rows")
+        .len() as u64;
+    log.record(
+        Actor::Db,
+        0,
+        EventKind::RowsHeld {
+            rows: locked,
+            for_ms,
+        },
+    );
+    tokio::time::sleep(Duration::from_millis(for_ms)).await;
+    txn.commit().await.expect("COMMIT");
+    log.record(Actor::Db, 0, EventKind::RowsFreed { rows: locked });
+}
+
+/// The backlog before the first cutoff and the boundary rows that cross it
+/// over the next minute, drawn as the simulator draws them.
+async fn seed_rows(pool: &Pool, spec: &RunSpec, epoch_ms: i64, plan: &mut ChaCha8Rng) -> u64 {
+    let retention_ms = i64::try_from(spec.worker.retention_ms).expect("validated");
+    let backlog: Vec<i64> = (0..spec.backlog_rows)
+        .map(|_| -retention_ms - plan.gen_range(1..=600_000))
+        .collect();
+    let boundary: Vec<i64> = (0..spec.boundary_rows)
+        .map(|_| -retention_ms + plan.gen_range(0..60_000))
+        .collect();
+    let stamps: Vec<i64> = backlog
+        .into_iter()
+        .chain(boundary)
+        .map(|at| at + epoch_ms)
+        .collect();
+    let client = pool.get().await.expect("a connection");
+    client
+        .execute(
+            "INSERT INTO retention_records (created_at_ms) SELECT unnest($1::bigint[])",
+            &[&stamps],
+        )
+        .await
+        .expect("seed the rows");
+    stamps.len() as u64
+}
+
+/// Writes a row at the database's "now" `per_sec` times a second until
+/// told to stop; returns each row's id and the true instant (wall-clock
+/// ms) it was written at, which a stepped database clock hides.
+async fn insert_arrivals(
+    pool: Pool,
+    log: Arc<Log>,
+    per_sec: u32,
+    until: Arc<AtomicBool>,
+) -> BTreeMap<i64, i64> {
+    let mut written = BTreeMap::new();
+    if per_sec == 0 {
+        return written;
+    }
+    let client = pool.get().await.expect("a connection");
+    while !until.load(Ordering::SeqCst) {
+        let row = client
+            .query_one(
+                "INSERT INTO retention_records (created_at_ms)
+                 VALUES (retention_now_us() / 1000) RETURNING id, created_at_ms",
+                &[],
+            )
+            .await
+            .expect("write an arriving row");
+        let (id, created_at_ms): (i64, i64) = (row.get(0), row.get(1));
+        let true_ms = log.db_to_wall_us(created_at_ms * 1_000).div_euclid(1_000);
+        written.insert(id, true_ms);
+        tokio::time::sleep(Duration::from_millis(1_000 / u64::from(per_sec))).await;
+    }
+    written
+}
+
+/// The history with its `Final` event, as the simulator writes it.
+async fn finish(
+    spec: &RunSpec,
+    pool: &Pool,
+    log: &Log,
+    skews_ms: Vec<i64>,
+    initial_rows: u64,
+    arrived: &BTreeMap<i64, i64>,
+) -> RealRun {
+    let count = |sql: &'static str, bound: Option<i64>| async move {
+        let client = pool.get().await.expect("a connection");
+        let row = match bound {
+            Some(bound) => client.query_one(sql, &[&bound]).await,
+            None => client.query_one(sql, &[]).await,
+        };
+        u64::try_from(row.expect("count the rows").get::<_, i64>(0)).expect("a count")
+    };
+    let rows_left = count("SELECT count(*) FROM retention_records", None).await;
+    let w = &spec.worker;
+    let grace_ms = w.term_interval_ms + w.term_jitter_ms_max + w.lease_ttl_ms + w.renew_interval_ms;
+    let end_ms = wall_us() / 1_000;
+    let retention_ms = i64::try_from(w.retention_ms).expect("validated");
+    let stale_before_ms = end_ms - retention_ms - i64::try_from(grace_ms).unwrap_or(i64::MAX);
+    let stale_rows_left = count(
+        "SELECT count(*) FROM retention_records WHERE created_at_ms < $1",
+        Some(stale_before_ms),
+    )
+    .await;
+    // Seeded rows were stamped while the database's clock kept true time.
+    let audit = db_clock::audit(pool, w.retention_ms, |id, created_at_ms| {
+        arrived.get(&id).copied().unwrap_or(created_at_ms)
+    })
+    .await;
+    let mut history = log.history(spec.header(skews_ms, initial_rows));
+    history.events.push(Event {
+        at_ms: end_ms - log.epoch_ms,
+        actor: Actor::World,
+        term: 0,
+        kind: EventKind::Final {
+            rows_left,
+            rows_inserted: arrived.len() as u64,
+            stale_rows_left,
+            rows_early_by_true_time: audit.early_by_true_time,
+        },
+    });
+    RealRun { history, audit }
+}
