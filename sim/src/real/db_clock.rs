@@ -127,3 +127,28 @@ pub async fn audit(
     }
     audit
 }
+
+/// Makes every `DELETE` of the records spend a time uniform in
+/// `min_ms..=max_ms` inside the statement (a statement-level trigger that
+/// sleeps), as the simulator's `db_batch_ms` does: the fence's lock is held
+/// meanwhile, and `statement_timeout` counts it.
+pub async fn set_delete_work(pool: &Pool, min_ms: u64, max_ms: u64) {
+    if max_ms == 0 {
+        return;
+    }
+    let sql = format!(
+        "CREATE FUNCTION real_mode_work() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+             PERFORM pg_sleep(({min_ms} + floor(random() * ({max_ms} - {min_ms} + 1))) / 1000.0);
+             RETURN NULL;
+         END $$;
+         CREATE TRIGGER real_mode_work BEFORE DELETE ON retention_records
+             FOR EACH STATEMENT EXECUTE FUNCTION real_mode_work();"
+    );
+    pool.get()
+        .await
+        .expect("a connection")
+        .batch_execute(&sql)
+        .await
+        .expect("install the delete's work time");
+}

@@ -30,10 +30,12 @@ pub struct Log {
     /// The database clock's offsets from the wall clock, each with the
     /// wall-clock microsecond it took effect at, oldest first.
     db_offsets_us: Mutex<Vec<(i64, i64)>>,
+    /// The longest a database reading can precede its recording.
+    reading_age_us_max: i64,
 }
 
-/// The longest a database reading can precede its recording: a call's
-/// bound in real mode, with room to spare.
+/// The longest a database reading can precede its recording by default:
+/// a call's bound in the real-mode test, with room to spare.
 const READING_AGE_US_MAX: i64 = 3_000_000;
 
 impl Default for Log {
@@ -49,6 +51,17 @@ impl Log {
             epoch_ms: wall_us() / 1_000,
             entries: Mutex::new(Vec::new()),
             db_offsets_us: Mutex::new(vec![(i64::MIN, 0)]),
+            reading_age_us_max: READING_AGE_US_MAX,
+        }
+    }
+
+    /// An empty log for calls that may take up to `call_ms_max` (a call's
+    /// timeout, and the database's work inside it).
+    pub fn for_calls_up_to(call_ms_max: u64) -> Self {
+        let age_ms = i64::try_from(call_ms_max).unwrap_or(i64::MAX / 2_000) + 3_000;
+        Self {
+            reading_age_us_max: age_ms.saturating_mul(1_000).max(READING_AGE_US_MAX),
+            ..Self::new()
         }
     }
 
@@ -88,7 +101,7 @@ impl Log {
             panic!("the database's clock read {reading_us} us at no instant so far: {offsets:?}")
         });
         assert!(
-            at_us >= now_us - READING_AGE_US_MAX,
+            at_us >= now_us - self.reading_age_us_max,
             "a database reading of {reading_us} us is older than any call: {offsets:?}"
         );
         at_us

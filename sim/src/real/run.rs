@@ -39,6 +39,13 @@ pub fn not_applied(spec: &RunSpec) -> Vec<String> {
         };
         skipped.push(format!("events[{index}] ({}): {why}", event_name(event)));
     }
+    if spec.db_commit_ms_max > 0 {
+        skipped.push(
+            "db_commit_ms: the throwaway server commits without waiting for a flush \
+             (fsync and synchronous_commit off)"
+                .to_owned(),
+        );
+    }
     if spec.faults.packet_loss_permille > 0 {
         skipped.push("faults.packet_loss_permille: loopback TCP loses nothing".to_owned());
     }
@@ -82,12 +89,19 @@ pub fn pg_options(spec: &RunSpec) -> PgOptions {
 /// Runs `spec` against a fresh database `name` on `server`.
 pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRun {
     let replicas = spec.replicas;
-    let pool = server.database(name, 4 + 3 * replicas as usize).await;
+    // The harness's own sessions (rows, arrivals, held rows, clock steps,
+    // counts) carry no bounds; the workers' carry the plan's, as the
+    // runner's sessions carry its flags'.
+    let pool = server.database(name, 6).await;
     db_clock::install(&pool).await;
-    let log = Arc::new(Log::new());
+    db_clock::set_delete_work(&pool, spec.db_batch_ms_min, spec.db_batch_ms_max).await;
+    let log = Arc::new(Log::for_calls_up_to(
+        spec.rpc_timeout_ms + spec.db_batch_ms_max,
+    ));
     let mut plan = ChaCha8Rng::seed_from_u64(spec.seed);
     let initial_rows = seed_rows(&pool, spec, log.epoch_ms, &mut plan).await;
     let options = pg_options(spec);
+    let workers_pool = server.pool(name, 3 * replicas as usize, &options);
     let shared = Shared {
         log: log.clone(),
         faults: spec.faults.clone(),
@@ -97,8 +111,8 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
         renew_interval_ms: spec.worker.renew_interval_ms,
         next_call: Arc::new(AtomicU64::new(0)),
         in_flight: Arc::new(InFlight::default()),
-        leases: PgLeaseService::new(pool.clone(), options.clone()),
-        records: PgRecords::new(pool.clone(), options),
+        leases: PgLeaseService::new(workers_pool.clone(), options.clone()),
+        records: PgRecords::new(workers_pool, options),
     };
     let skew_max = i64::try_from(spec.faults.clock_skew_ms_max).unwrap_or(i64::MAX);
     let mut skews_ms = Vec::new();

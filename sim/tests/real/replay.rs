@@ -92,3 +92,27 @@ fn tempdir(prefix: &str) -> std::path::PathBuf {
     std::fs::create_dir(&dir).expect("create the folder");
     dir
 }
+
+/// `sim scenario --real`: the scenario's story happens against PostgreSQL
+/// too (the revoked renewal and the loss it causes), and a tally ends it.
+#[test]
+fn a_scenario_run_against_postgresql_reports_its_verdict_and_a_tally() {
+    drop(TempServer::start());
+    let scenarios = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
+    let output = sim(&[
+        "scenario",
+        "--real",
+        &format!("{scenarios}/null-renewal-is-loss.toml"),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("null-renewal-is-loss: as expected against PostgreSQL (no violation)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("1 as expected against PostgreSQL, 0 not, 0 skipped\n"),
+        "{stdout}"
+    );
+}

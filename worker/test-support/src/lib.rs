@@ -158,6 +158,14 @@ impl TempServer {
         pool
     }
 
+    /// Another pool to database `name` (created already), whose sessions
+    /// carry `options`' server-side bounds (`statement_timeout`,
+    /// `lock_timeout`, `idle_in_transaction_session_timeout`), as the
+    /// runner's do.
+    pub fn pool(&self, name: &str, pool_size: usize, options: &PgOptions) -> Pool {
+        connect_pool(&self.url(name), pool_size, options).expect("pool")
+    }
+
     /// From now on TCP connections must authenticate as production's do:
     /// SCRAM-SHA-256 (PostgreSQL's default since 14), as role `user` with
     /// `password`, created here. Returns a URL for database `name` with

@@ -107,6 +107,11 @@ pub enum Command {
         /// Replace `--svg` files that exist.
         #[arg(long)]
         force: bool,
+        /// Run each scenario against a throwaway PostgreSQL too, and report
+        /// whether the real run kept the simulated verdict and showed what
+        /// `expect.shows` lists.
+        #[arg(long, conflicts_with_all = ["flaw", "svg"])]
+        real: bool,
     },
 }
 

@@ -115,10 +115,17 @@ fn main() -> ExitCode {
             parse_token(&token).and_then(|spec| shrink_token(&spec, budget))
         }
         Command::Scenario {
+            files, real: true, ..
+        } => {
+            let inputs: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
+            preflight(&inputs, &[], false).and_then(|()| real::scenarios_real(&files))
+        }
+        Command::Scenario {
             files,
             flaw,
             svg,
             force,
+            ..
         } => {
             let inputs: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
             let pictures = scenario_pictures(&files, svg.as_deref());
