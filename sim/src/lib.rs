@@ -40,7 +40,8 @@
 //! 9. [`real`]: real mode: replicas of the production worker on tokio
 //!    against a throwaway PostgreSQL, with faults around the production
 //!    adapters, recorded in the history format `checker` judges. Uses
-//!    `model`, `checker`, `calls`, `report`; never madsim.
+//!    `model`, `checker`, `calls`, `report`, and `subject` for the flawed
+//!    variant (on tokio's timers there); never madsim itself.
 //!
 //! The `sim` command line (`src/bin/sim/`) sits on top of them all.
 

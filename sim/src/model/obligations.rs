@@ -9,7 +9,17 @@ use super::spec::RunSpec;
 /// Round trips and scheduling around one batch's database work, at most.
 const BATCH_SLACK_MS: u64 = 100;
 
+/// What the database's work-time stream is seeded with, beside the seed.
+const DB_WORK_SALT: u64 = 0xDB;
+
 impl RunSpec {
+    /// The seed of the database's work times (each `DELETE`'s, drawn from
+    /// `db_batch_ms` in the order statements arrive), the same whoever
+    /// runs the plan.
+    pub fn db_work_seed(&self) -> u64 {
+        self.seed ^ DB_WORK_SALT
+    }
+
     /// The header of a run of this plan, with the skew each replica's
     /// clock was given and the rows the database held at the start.
     pub fn header(&self, skews_ms: Vec<i64>, initial_rows: u64) -> Header {

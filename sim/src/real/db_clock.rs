@@ -11,9 +11,12 @@
 
 use std::time::Duration;
 
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use retention_worker::pg::Pool;
 
 use super::log::{Log, wall_us};
+use crate::model::RunSpec;
 
 /// Installs the steppable clock and the deletion audit (after migrating).
 pub async fn install(pool: &Pool) {
@@ -128,27 +131,54 @@ pub async fn audit(
     audit
 }
 
-/// Makes every `DELETE` of the records spend a time uniform in
-/// `min_ms..=max_ms` inside the statement (a statement-level trigger that
-/// sleeps), as the simulator's `db_batch_ms` does: the fence's lock is held
-/// meanwhile, and `statement_timeout` counts it.
-pub async fn set_delete_work(pool: &Pool, min_ms: u64, max_ms: u64) {
+/// How many delete work times a run's plan table holds; statements past
+/// it draw from PostgreSQL's `random()` instead.
+const WORK_PLAN_LEN: usize = 4_096;
+
+/// Makes every `DELETE` of the records spend a time in `db_batch_ms`
+/// inside the statement (a statement-level trigger that sleeps), as the
+/// simulator's database does: the fence's lock is held meanwhile, and
+/// `statement_timeout` counts it. The times are the simulator's own draws
+/// for the plan, taken in the order statements reach the server (a
+/// sequence, which a rolled-back statement also advances, as the
+/// simulator draws when a statement arrives).
+pub async fn set_delete_work(pool: &Pool, spec: &RunSpec) {
+    let (min_ms, max_ms) = (spec.db_batch_ms_min, spec.db_batch_ms_max);
     if max_ms == 0 {
         return;
     }
+    let mut draws = ChaCha8Rng::seed_from_u64(spec.db_work_seed());
+    let plan: Vec<i64> = (0..WORK_PLAN_LEN)
+        .map(|_| i64::try_from(draws.gen_range(min_ms..=max_ms)).unwrap_or(i64::MAX))
+        .collect();
     let sql = format!(
-        "CREATE FUNCTION real_mode_work() RETURNS trigger LANGUAGE plpgsql AS $$
+        "CREATE TABLE real_mode_work_plan (n bigint PRIMARY KEY, ms bigint NOT NULL);
+         CREATE SEQUENCE real_mode_work_seq;
+         CREATE FUNCTION real_mode_work() RETURNS trigger LANGUAGE plpgsql AS $$
+         DECLARE
+             turn bigint := nextval('real_mode_work_seq');
+             planned bigint;
          BEGIN
-             PERFORM pg_sleep(({min_ms} + floor(random() * ({max_ms} - {min_ms} + 1))) / 1000.0);
+             -- nextval once: in a WHERE it would advance for every row.
+             SELECT ms INTO planned FROM real_mode_work_plan WHERE n = turn;
+             PERFORM pg_sleep(coalesce(planned,
+                 {min_ms} + floor(random() * ({max_ms} - {min_ms} + 1))) / 1000.0);
              RETURN NULL;
          END $$;
          CREATE TRIGGER real_mode_work BEFORE DELETE ON retention_records
              FOR EACH STATEMENT EXECUTE FUNCTION real_mode_work();"
     );
-    pool.get()
-        .await
-        .expect("a connection")
+    let client = pool.get().await.expect("a connection");
+    client
         .batch_execute(&sql)
         .await
         .expect("install the delete's work time");
+    client
+        .execute(
+            "INSERT INTO real_mode_work_plan (n, ms)
+             SELECT ordinality, ms FROM unnest($1::bigint[]) WITH ORDINALITY AS plan(ms, ordinality)",
+            &[&plan],
+        )
+        .await
+        .expect("write the delete work plan");
 }

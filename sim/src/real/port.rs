@@ -35,11 +35,14 @@ type Exec<T> = Box<
 >;
 
 impl Port {
+    /// One call: its delays, refusal and lost reply as drawn, and a reply
+    /// `garble`d when the draw (or the plan) corrupts it.
     async fn call<T: Send + 'static>(
         &self,
         invocation: Invocation,
         exec: Exec<T>,
         outcome: impl FnOnce(&T) -> Outcome,
+        garble: impl FnOnce(T) -> T,
     ) -> Result<T, CallError> {
         let replica = &self.replica;
         self.gate.pass().await;
@@ -69,6 +72,8 @@ impl Port {
         self.gate.pass().await;
         if drawn.ambiguous {
             result = Err(CallError::ambiguous("injected: applied, reply lost"));
+        } else if drawn.corrupt {
+            result = result.map(garble);
         }
         replica.record(ticket.returned(Outcome::of(&result, outcome)));
         result
@@ -115,10 +120,20 @@ impl LeaseService for Port {
             })
         });
         let log = &self.replica.log;
-        let answer = self
-            .call(Invocation::Acquire, exec, |a| {
-                Outcome::Lease(a.as_ref().map(|l| log.lease(l)))
+        // A lying service: the lease it grants names someone else.
+        let garble = |answer: Option<Lease>| {
+            answer.map(|lease| Lease {
+                owner_id: "intruder".into(),
+                ..lease
             })
+        };
+        let answer = self
+            .call(
+                Invocation::Acquire,
+                exec,
+                |a| Outcome::Lease(a.as_ref().map(|l| log.lease(l))),
+                garble,
+            )
             .await?;
         if answer.is_some() {
             self.replica.leading.store(true, Ordering::SeqCst);
@@ -163,9 +178,20 @@ impl LeaseService for Port {
             })
         });
         let log = &self.replica.log;
-        self.call(invocation, exec, |a| {
-            Outcome::Lease(a.as_ref().map(|l| log.lease(l)))
-        })
+        // A lying service: the renewal hands back the token it was sent.
+        let sent_token = lease.fencing_token;
+        let garble = move |answer: Option<Lease>| {
+            answer.map(|lease| Lease {
+                fencing_token: sent_token,
+                ..lease
+            })
+        };
+        self.call(
+            invocation,
+            exec,
+            |a| Outcome::Lease(a.as_ref().map(|l| log.lease(l))),
+            garble,
+        )
         .await
     }
 
@@ -189,7 +215,8 @@ impl LeaseService for Port {
                 Ok(())
             })
         });
-        self.call(invocation, exec, |()| Outcome::Done).await
+        self.call(invocation, exec, |()| Outcome::Done, |answer| answer)
+            .await
     }
 }
 
@@ -253,7 +280,7 @@ impl RecordsRepository for Port {
                 }
             })
         });
-        self.call(invocation, exec, |rows| Outcome::Deleted(*rows))
-            .await
+        let outcome = |rows: &u64| Outcome::Deleted(*rows);
+        self.call(invocation, exec, outcome, |answer| answer).await
     }
 }

@@ -1,12 +1,15 @@
 //! A real-mode replica: its identity, fault draws and term count, and the
 //! worker it runs, which can be started, killed, paused and stopped.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::calls::{CallFaults, CallLedger, CallTicket, FaultDraws};
-use crate::model::{EventKind, FaultConfig, FaultEvent, OpKind, TermSummary};
+use crate::model::{EventKind, FaultConfig, FaultEvent, Flaw, OpKind, TermSummary};
+use crate::subject::{SimulatedWorker, TokioRuntime, variant_worker};
+use futures_util::FutureExt;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use retention_worker::pg::{PgLeaseService, PgRecords};
@@ -17,7 +20,13 @@ use super::gate::{Gate, GatedClock, InFlight};
 use super::log::Log;
 use super::port::Port;
 
-type RealWorker = Worker<GatedClock, Port, Port>;
+/// A running process's worker, and the variant's detached tasks (none for
+/// the production worker).
+type Process = (
+    Arc<dyn SimulatedWorker>,
+    JoinHandle<()>,
+    Option<TokioRuntime<GatedClock>>,
+);
 
 /// One replica: identity, calls and fault draws (the simulator's own), and
 /// its current worker.
@@ -40,6 +49,8 @@ pub struct Replica {
     pub stop_callers: AtomicU32,
     /// Calls this replica has made, across restarts.
     pub calls: AtomicU32,
+    /// Processes started so far.
+    incarnations: AtomicU32,
     /// The current process's freeze; a restarted process gets a fresh one.
     gate: Mutex<Gate>,
     /// How far its host's wall clock has been stepped, in ms.
@@ -50,8 +61,10 @@ pub struct Replica {
     pub leases: PgLeaseService,
     /// The production records adapter.
     pub records: PgRecords,
+    /// The variant's flaw, when the plan runs the variant worker.
+    flaw: Option<Option<Flaw>>,
     /// The current process's worker and its serving task.
-    pub running: Mutex<Option<(Arc<RealWorker>, JoinHandle<()>)>>,
+    running: Mutex<Option<Process>>,
     /// Held through a kill or stop and the restart after it, so two of them
     /// never interleave on one replica (which would leave two workers).
     pub lifecycle: tokio::sync::Mutex<()>,
@@ -81,11 +94,16 @@ pub struct Shared {
     pub leases: PgLeaseService,
     /// The production records adapter.
     pub records: PgRecords,
+    /// `Some(flaw)` runs the variant worker carrying `flaw` (or none);
+    /// `None` the production worker.
+    pub variant: Option<Option<Flaw>>,
 }
 
 impl Replica {
-    /// Replica `index`, its draws seeded from `seed`.
-    pub fn new(index: u32, seed: u64, shared: &Shared) -> Arc<Self> {
+    /// Replica `index`, its fault draws seeded with `draws_seed` (the
+    /// simulator's own seed for this replica, so both draw the same faults
+    /// for the same calls).
+    pub fn new(index: u32, draws_seed: u64, shared: &Shared) -> Arc<Self> {
         Arc::new(Self {
             index,
             log: shared.log.clone(),
@@ -93,7 +111,7 @@ impl Replica {
             draws: FaultDraws::new(
                 shared.faults.clone(),
                 shared.renew_interval_ms,
-                ChaCha8Rng::seed_from_u64(seed ^ u64::from(index) << 32),
+                ChaCha8Rng::seed_from_u64(draws_seed),
                 index,
                 &shared.events,
             ),
@@ -115,11 +133,13 @@ impl Replica {
             in_flight: shared.in_flight.clone(),
             stop_callers: AtomicU32::new(0),
             calls: AtomicU32::new(0),
+            incarnations: AtomicU32::new(0),
             gate: Mutex::new(Gate::new()),
             clock_offset_ms: Arc::new(std::sync::atomic::AtomicI64::new(0)),
             leading: AtomicBool::new(false),
             leases: shared.leases.clone(),
             records: shared.records.clone(),
+            flaw: shared.variant,
             running: Mutex::new(None),
             lifecycle: tokio::sync::Mutex::new(()),
         })
@@ -131,31 +151,53 @@ impl Replica {
             .record(self.ledger.actor(), self.ledger.term(), kind);
     }
 
-    /// Starts a fresh worker serving terms.
+    /// Starts a fresh worker serving terms. Each process's jitter is seeded
+    /// from `jitter_seed` and how many processes came before it, as the
+    /// simulator seeds a restarted replica's.
     pub fn start(self: &Arc<Self>, config: WorkerConfig, jitter_seed: u64) {
+        let incarnation = self.incarnations.fetch_add(1, Ordering::SeqCst);
+        let jitter_seed = jitter_seed ^ u64::from(incarnation).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let gate = self.gate();
         let port = Port {
             replica: self.clone(),
             gate: gate.clone(),
         };
+        let clock = GatedClock(gate, self.clock_offset_ms.clone());
         let deps = Dependencies {
-            clock: GatedClock(gate, self.clock_offset_ms.clone()),
+            clock: clock.clone(),
             leases: port.clone(),
             records: port,
         };
-        let worker =
-            Arc::new(Worker::new(format!("r{}", self.index), config, deps).expect("valid config"));
+        let owner = format!("r{}", self.index);
+        let (worker, runtime): (Arc<dyn SimulatedWorker>, _) = match self.flaw {
+            None => (
+                Arc::new(Worker::new(owner, config, deps).expect("valid config")),
+                None,
+            ),
+            Some(flaw) => {
+                let runtime = TokioRuntime::new(clock);
+                let worker = variant_worker(flaw, owner, config, deps, runtime.clone());
+                (worker, Some(runtime))
+            }
+        };
         let (me, serving) = (self.clone(), worker.clone());
         let task = tokio::spawn(async move {
-            let on_term = |report: &retention_worker::TermReport| {
+            let on_term = |summary: TermSummary| {
                 me.leading.store(false, Ordering::SeqCst);
-                me.record(TermSummary::from(report).into());
+                me.record(summary.into());
             };
-            let _ = serving
-                .serve(&mut SeededJitter::new(jitter_seed), on_term)
-                .await;
+            let serve = serving.serve(SeededJitter::new(jitter_seed), &on_term);
+            // LIVE-4, as in the simulator: the panic is the replica's
+            // event, and its process is gone (nothing left to stop).
+            if let Err(payload) = AssertUnwindSafe(serve).catch_unwind().await {
+                me.record(EventKind::Panicked {
+                    message: panic_message(payload.as_ref()),
+                });
+                me.leading.store(false, Ordering::SeqCst);
+                drop(me.running.lock().unwrap().take());
+            }
         });
-        *self.running.lock().unwrap() = Some((worker, task));
+        *self.running.lock().unwrap() = Some((worker, task, runtime));
     }
 
     /// Steps the host's wall clock by `delta_ms` (NTP, `date -s`): what the
@@ -178,9 +220,12 @@ impl Replica {
         let running = self.running.lock().unwrap().take();
         self.record(EventKind::Crashed);
         self.leading.store(false, Ordering::SeqCst);
-        if let Some((_, task)) = running {
+        if let Some((_, task, runtime)) = running {
             task.abort();
             let _ = task.await;
+            if let Some(runtime) = runtime {
+                runtime.abort_all();
+            }
         }
         *self.gate.lock().unwrap() = Gate::new();
     }
@@ -227,7 +272,7 @@ impl Replica {
             .lock()
             .unwrap()
             .as_ref()
-            .map(|(w, _)| w.clone())
+            .map(|(worker, _, _)| worker.clone())
         else {
             return;
         };
@@ -249,7 +294,7 @@ impl Replica {
         }
         // stop() resolved, so serve() has settled: its task ends at once.
         let running = self.running.lock().unwrap().take();
-        if let Some((_, task)) = running {
+        if let Some((_, task, _)) = running {
             task.await.expect("the serve task panicked");
         }
     }
@@ -286,5 +331,15 @@ impl Replica {
                 });
             }
         }
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_owned()
     }
 }

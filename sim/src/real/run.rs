@@ -10,13 +10,19 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords, Pool};
-use test_support::TempServer;
+use test_support::{MeteredProxy, TempServer};
 
 use super::db_clock;
 use super::gate::InFlight;
 use super::log::{Log, wall_us};
 use super::replica::{Replica, Shared};
 use crate::model::{Actor, Event, EventKind, FaultEvent, Flaw, History, RunSpec};
+
+/// The delay of each message between a worker and the server, either
+/// way: madsim's default network latency, which the simulator runs on.
+pub const NETWORK_MS_MIN: u64 = 1;
+/// See [`NETWORK_MS_MIN`].
+pub const NETWORK_MS_MAX: u64 = 10;
 
 /// What a real run of a plan left: its history (with its `Final` event)
 /// and the database's own audit of every row it deleted.
@@ -25,6 +31,17 @@ pub struct RealRun {
     pub history: History,
     /// The database's account of the deletes.
     pub audit: db_clock::Audit,
+}
+
+/// Why real mode will not run `spec` at all, if it will not.
+pub fn refusal(spec: &RunSpec) -> Option<String> {
+    match spec.flaw {
+        Some(flaw @ Flaw::SpinWhileRenewing) => Some(format!(
+            "the flaw {flaw} busy-waits without ever awaiting: on tokio it would hold the \
+             runtime's thread, and the run, for ever (the simulator stops it as LIVE-3)"
+        )),
+        _ => None,
+    }
 }
 
 /// The parts of a plan real mode cannot apply; the run goes on without
@@ -92,16 +109,29 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
     // The harness's own sessions (rows, arrivals, held rows, clock steps,
     // counts) carry no bounds; the workers' carry the plan's, as the
     // runner's sessions carry its flags'.
-    let pool = server.database(name, 6).await;
+    drop(server.database(name, 1).await);
+    // 0 turns each bound off: another client holding rows for 6 s must
+    // not be cut by a 5 s idle-in-transaction bound the plan never set.
+    let unbounded = PgOptions {
+        statement_timeout_ms: 0,
+        lock_timeout_ms: 0,
+        idle_in_transaction_timeout_ms: 0,
+        ..PgOptions::default()
+    };
+    let pool = server.pool(name, 6, &unbounded);
     db_clock::install(&pool).await;
-    db_clock::set_delete_work(&pool, spec.db_batch_ms_min, spec.db_batch_ms_max).await;
+    db_clock::set_delete_work(&pool, spec).await;
     let log = Arc::new(Log::for_calls_up_to(
         spec.rpc_timeout_ms + spec.db_batch_ms_max,
     ));
     let mut plan = ChaCha8Rng::seed_from_u64(spec.seed);
     let initial_rows = seed_rows(&pool, spec, log.epoch_ms, &mut plan).await;
     let options = pg_options(spec);
-    let workers_pool = server.pool(name, 3 * replicas as usize, &options);
+    // The workers reach the server over a network as slow as the
+    // simulator's (madsim's 1-10 ms a message), not loopback's microseconds.
+    let network =
+        MeteredProxy::with_latency(server.port(), NETWORK_MS_MIN, NETWORK_MS_MAX, spec.seed);
+    let workers_pool = server.pool_via(network.port(), name, 3 * replicas as usize, &options);
     let shared = Shared {
         log: log.clone(),
         faults: spec.faults.clone(),
@@ -113,6 +143,8 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
         in_flight: Arc::new(InFlight::default()),
         leases: PgLeaseService::new(workers_pool.clone(), options.clone()),
         records: PgRecords::new(workers_pool, options),
+        // A plan with a flaw runs the variant, which then carries it.
+        variant: spec.flaw.map(Some),
     };
     let skew_max = i64::try_from(spec.faults.clock_skew_ms_max).unwrap_or(i64::MAX);
     let mut skews_ms = Vec::new();
@@ -129,14 +161,16 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
             .copied()
             .unwrap_or(drawn_ms);
         skews_ms.push(skew_ms);
-        let replica = Replica::new(index, spec.seed, &shared);
+        // The simulator's order of draws: skew, fault draws, jitter.
+        let replica = Replica::new(index, plan.r#gen(), &shared);
         replica.clock_offset_ms.store(skew_ms, Ordering::SeqCst);
-        members.push(replica);
+        members.push((replica, plan.r#gen::<u64>()));
     }
     let config = spec.worker.config();
-    for replica in &members {
-        replica.start(config.clone(), plan.r#gen());
+    for (replica, jitter_seed) in &members {
+        replica.start(config.clone(), *jitter_seed);
     }
+    let (members, jitter_seeds): (Vec<_>, Vec<_>) = members.into_iter().unzip();
     let arrivals_done = Arc::new(AtomicBool::new(false));
     let inserter = tokio::spawn(insert_arrivals(
         pool.clone(),
@@ -154,7 +188,7 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
                 pool: pool.clone(),
                 log: log.clone(),
                 config: config.clone(),
-                jitter_seed: plan.r#gen(),
+                jitter_seeds: jitter_seeds.clone(),
             };
             tokio::spawn(strike.run())
         })
@@ -197,7 +231,8 @@ struct Strike {
     pool: Pool,
     log: Arc<Log>,
     config: retention_worker::WorkerConfig,
-    jitter_seed: u64,
+    /// Each replica's first process's jitter seed.
+    jitter_seeds: Vec<u64>,
 }
 
 impl Strike {
@@ -223,7 +258,7 @@ impl Strike {
                 victim.kill().await;
                 tokio::time::sleep(Duration::from_millis(restart_after_ms)).await;
                 victim.record_restart();
-                victim.start(self.config.clone(), self.jitter_seed);
+                victim.start(self.config.clone(), self.jitter_seeds[index as usize - 1]);
             }
             FaultEvent::Stop {
                 replica: index,

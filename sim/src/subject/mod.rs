@@ -6,6 +6,8 @@ mod real;
 mod sim;
 mod variant;
 
+/// The seam every worker under test plugs into, for real mode's replicas.
+pub use crate::world::{BoxFuture, OnTerm, SimulatedWorker};
 pub use real::RealWorker;
 pub use sim::Sim;
-pub use variant::VariantFactory;
+pub use variant::{MadsimRuntime, Runtime, TokioRuntime, VariantFactory, variant_worker};

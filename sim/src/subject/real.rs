@@ -2,9 +2,11 @@
 
 use std::sync::Arc;
 
-use retention_worker::{SeededJitter, Worker, WorkerConfig};
+use retention_worker::{
+    Clock, LeaseService, RecordsRepository, SeededJitter, Worker, WorkerConfig,
+};
 
-use crate::world::{BoxFuture, OnTerm, SimClock, SimDeps, SimPort, SimulatedWorker, WorkerFactory};
+use crate::world::{BoxFuture, OnTerm, SimDeps, SimulatedWorker, WorkerFactory};
 
 /// Builds the production worker for every replica.
 #[derive(Debug, Clone, Copy, Default)]
@@ -21,7 +23,14 @@ impl WorkerFactory for RealWorker {
     }
 }
 
-impl SimulatedWorker for Worker<SimClock, SimPort, SimPort> {
+/// The production worker on any clock and ports: the simulator's, or the
+/// production adapters in real mode.
+impl<C, L, R> SimulatedWorker for Worker<C, L, R>
+where
+    C: Clock + 'static,
+    L: LeaseService + 'static,
+    R: RecordsRepository + 'static,
+{
     fn serve<'a>(&'a self, jitter: SeededJitter, on_term: OnTerm<'a>) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let mut jitter = jitter;

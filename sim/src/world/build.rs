@@ -164,7 +164,7 @@ pub async fn simulate(
         rows,
         recorder.clone(),
         timing,
-        spec.seed ^ 0xDB,
+        spec.db_work_seed(),
     ));
     let service_nodes = start_services(&handle, &spec, &db);
 

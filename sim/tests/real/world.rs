@@ -189,6 +189,7 @@ impl Run {
             },
             events: Vec::new(),
             forced_faults: true,
+            variant: None,
             faults_on: Arc::new(AtomicBool::new(true)),
             renew_interval_ms: worker_config().renew_interval_ms,
             next_call: Arc::new(AtomicU64::new(0)),
@@ -197,7 +198,7 @@ impl Run {
             records: PgRecords::new(pool.clone(), options),
         };
         let replicas: Vec<Arc<Replica>> = (1..=REPLICAS)
-            .map(|i| Replica::new(i, seed, &shared))
+            .map(|i| Replica::new(i, seed ^ u64::from(i) << 32, &shared))
             .collect();
         for replica in &replicas {
             replica.start(worker_config(), plan.r#gen());

@@ -21,7 +21,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "model", "checker", "db", "calls", "world", "subject", "report",
         ],
     ),
-    ("real", &["model", "checker", "calls", "report"]),
+    ("real", &["model", "checker", "calls", "report", "subject"]),
 ];
 
 /// Layers that run on any runtime: madsim is not theirs to name.

@@ -166,6 +166,13 @@ impl TempServer {
         connect_pool(&self.url(name), pool_size, options).expect("pool")
     }
 
+    /// As [`TempServer::pool`], through a proxy listening on loopback
+    /// `port` that forwards to this server.
+    pub fn pool_via(&self, port: u16, name: &str, pool_size: usize, options: &PgOptions) -> Pool {
+        let url = format!("postgres://postgres@127.0.0.1:{port}/{name}");
+        connect_pool(&url, pool_size, options).expect("pool")
+    }
+
     /// From now on TCP connections must authenticate as production's do:
     /// SCRAM-SHA-256 (PostgreSQL's default since 14), as role `user` with
     /// `password`, created here. Returns a URL for database `name` with

@@ -67,11 +67,48 @@ impl MeteredProxy {
                 let _ = (client.set_nodelay(true), server.set_nodelay(true));
                 let (c, s) = (clone(&client), clone(&server));
                 let meter = counts.clone();
-                thread::spawn(move || forward(c, s, Reader::frontend(meter), None));
+                thread::spawn(move || forward(c, s, Reader::frontend(meter), Delay::None));
                 let meter = counts.clone();
                 thread::spawn(move || {
-                    forward(server, client, Reader::backend(meter), Some(reply_delay))
+                    forward(
+                        server,
+                        client,
+                        Reader::backend(meter),
+                        Delay::Fixed(reply_delay),
+                    )
                 });
+            }
+        });
+        Self { port, traffic }
+    }
+
+    /// Listens on a free loopback port; every chunk, either way, reaches
+    /// the other side after a delay drawn uniformly from
+    /// `min_ms..=max_ms` (from `seed`), in order: a network whose every
+    /// message takes a few milliseconds, as madsim's default (1-10 ms a
+    /// message) is, where loopback takes microseconds.
+    pub fn with_latency(target_port: u16, min_ms: u64, max_ms: u64, seed: u64) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        let port = listener.local_addr().expect("proxy address").port();
+        let traffic = Arc::new(Mutex::new(Traffic::default()));
+        let counts = traffic.clone();
+        thread::spawn(move || {
+            for (n, client) in listener.incoming().flatten().enumerate() {
+                counts.lock().expect("traffic").connections += 1;
+                let Ok(server) = TcpStream::connect(("127.0.0.1", target_port)) else {
+                    continue;
+                };
+                let _ = (client.set_nodelay(true), server.set_nodelay(true));
+                let (c, s) = (clone(&client), clone(&server));
+                let stream = seed ^ (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                let (up, down) = (
+                    Delay::uniform(min_ms, max_ms, stream),
+                    Delay::uniform(min_ms, max_ms, !stream),
+                );
+                let meter = counts.clone();
+                thread::spawn(move || forward(c, s, Reader::frontend(meter), up));
+                let meter = counts.clone();
+                thread::spawn(move || forward(server, client, Reader::backend(meter), down));
             }
         });
         Self { port, traffic }
@@ -92,9 +129,52 @@ fn clone(stream: &TcpStream) -> TcpStream {
     stream.try_clone().expect("clone a socket")
 }
 
+/// How long each chunk waits in the proxy.
+enum Delay {
+    None,
+    Fixed(Duration),
+    /// Uniform in `min_ms..=max_ms`, from a SplitMix64 stream.
+    Uniform {
+        min_ms: u64,
+        max_ms: u64,
+        state: u64,
+    },
+}
+
+impl Delay {
+    fn uniform(min_ms: u64, max_ms: u64, seed: u64) -> Self {
+        assert!(min_ms <= max_ms, "latency range {min_ms}..={max_ms}");
+        Self::Uniform {
+            min_ms,
+            max_ms,
+            state: seed,
+        }
+    }
+
+    fn next(&mut self) -> Duration {
+        match self {
+            Self::None => Duration::ZERO,
+            Self::Fixed(delay) => *delay,
+            Self::Uniform {
+                min_ms,
+                max_ms,
+                state,
+            } => {
+                *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = *state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                z ^= z >> 31;
+                Duration::from_millis(*min_ms + z % (*max_ms - *min_ms + 1))
+            }
+        }
+    }
+}
+
 /// Copies `from` to `to`, metering what passes; with a delay, a writer
-/// thread sends each chunk once its time has come.
-fn forward(mut from: TcpStream, to: TcpStream, mut reader: Reader, delay: Option<Duration>) {
+/// thread sends each chunk once its time has come, never before the chunk
+/// ahead of it (TCP keeps order).
+fn forward(mut from: TcpStream, to: TcpStream, mut reader: Reader, mut delay: Delay) {
     let queue = Arc::new((
         Mutex::new(VecDeque::<(Instant, Vec<u8>)>::new()),
         Condvar::new(),
@@ -122,10 +202,12 @@ fn forward(mut from: TcpStream, to: TcpStream, mut reader: Reader, delay: Option
         })
     };
     let mut buf = [0u8; 16 * 1024];
+    let mut last_due = Instant::now();
     loop {
         let n = from.read(&mut buf).unwrap_or(0);
         reader.feed(&buf[..n]);
-        let due = Instant::now() + delay.unwrap_or_default();
+        let due = (Instant::now() + delay.next()).max(last_due);
+        last_due = due;
         let (chunks, ready) = &*queue;
         chunks
             .lock()

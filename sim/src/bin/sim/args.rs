@@ -112,6 +112,11 @@ pub enum Command {
         /// `expect.shows` lists.
         #[arg(long, conflicts_with_all = ["flaw", "svg"])]
         real: bool,
+        /// With `--real`: also write the results as a Markdown table, a row
+        /// per scenario (its verdict in the simulator and against
+        /// PostgreSQL, and each `expect.shows` text the real run missed).
+        #[arg(long, value_name = "FILE.md", requires = "real")]
+        table: Option<std::path::PathBuf>,
     },
 }
 

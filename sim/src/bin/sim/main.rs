@@ -115,10 +115,15 @@ fn main() -> ExitCode {
             parse_token(&token).and_then(|spec| shrink_token(&spec, budget))
         }
         Command::Scenario {
-            files, real: true, ..
+            files,
+            real: true,
+            table,
+            force,
+            ..
         } => {
             let inputs: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
-            preflight(&inputs, &[], false).and_then(|()| real::scenarios_real(&files))
+            preflight(&inputs, &[("--table", table.as_deref())], force)
+                .and_then(|()| real::scenarios_real(&files, table.as_deref()))
         }
         Command::Scenario {
             files,

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use retention_sim::model::RunSpec;
-use retention_sim::real::run::{not_applied, run_plan};
-use retention_sim::report::{excerpt, swimlanes};
+use retention_sim::real::run::{not_applied, refusal, run_plan};
+use retention_sim::report::{excerpt, replay_command, swimlanes};
 use retention_sim::{Scenario, Sim, check};
 use test_support::TempServer;
 
@@ -26,11 +26,8 @@ const APPROXIMATE: &str = "applied approximately: each delete's work time (a sle
 /// no attempt violated a clause.
 pub fn replay_real(spec: &RunSpec, attempts: u32, out: &Path, force: bool) -> Result<bool, String> {
     spec.validate().map_err(|error| error.to_string())?;
-    if let Some(flaw) = spec.flaw {
-        return Err(format!(
-            "the token names the flaw {flaw}: flawed variants do not run against PostgreSQL yet \
-             (only the production worker does)"
-        ));
+    if let Some(why) = refusal(spec) {
+        return Err(format!("cannot run this plan against PostgreSQL: {why}"));
     }
     if attempts == 0 {
         return Err("--attempts must be at least 1".to_owned());
@@ -77,6 +74,7 @@ pub fn replay_real(spec: &RunSpec, attempts: u32, out: &Path, force: bool) -> Re
         );
         if let Some(first) = verdict.violations.first() {
             println!("{first}\n{}", excerpt(&real.history, &first.events));
+            println!("in the simulator: {}", replay_command(spec));
             let same = expected.contains(&first.clause);
             println!(
                 "confirmed against PostgreSQL: {} (attempt {attempt} of {attempts}){}",
@@ -130,20 +128,22 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 /// `sim scenario --real FILES`: each scenario run in the simulator and
 /// once against PostgreSQL, judged by its own expectation both times; one
 /// line each, then a tally. Ok(true) when every real run met it.
-pub fn scenarios_real(files: &[std::path::PathBuf]) -> Result<bool, String> {
+pub fn scenarios_real(files: &[std::path::PathBuf], table: Option<&Path>) -> Result<bool, String> {
     let server = TempServer::start_installed()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|error| format!("cannot start a tokio runtime: {error}"))?;
     let (mut kept, mut differed, mut skipped) = (0, 0, 0);
+    let mut rows = vec![
+        "| scenario | simulated | PostgreSQL | `expect.shows` the real run missed |".to_owned(),
+        "|---|---|---|---|".to_owned(),
+    ];
     for (index, file) in files.iter().enumerate() {
         let scenario = Scenario::load(file).map_err(|error| error.to_string())?;
-        if let Some(flaw) = scenario.run.flaw {
-            println!(
-                "{}: skipped: runs the {flaw} variant, which does not run against PostgreSQL yet",
-                scenario.name
-            );
+        if let Some(why) = refusal(&scenario.run) {
+            println!("{}: skipped: {why}", scenario.name);
+            rows.push(format!("| {} | - | skipped | {why} |", scenario.name));
             skipped += 1;
             continue;
         }
@@ -158,12 +158,7 @@ pub fn scenarios_real(files: &[std::path::PathBuf]) -> Result<bool, String> {
         ));
         let verdict = check(&real.history);
         let judged = scenario.judge(&verdict, &real.history.timeline());
-        let clauses: Vec<&str> = verdict.violations.iter().map(|v| v.clause).collect();
-        let real_verdict = if clauses.is_empty() {
-            "no violation".to_owned()
-        } else {
-            format!("violates {}", dedup(&clauses).join(", "))
-        };
+        let real_verdict = verdict_text(&verdict);
         match (&simulated, &judged) {
             (_, Ok(())) => {
                 kept += 1;
@@ -186,10 +181,53 @@ pub fn scenarios_real(files: &[std::path::PathBuf]) -> Result<bool, String> {
                 );
             }
         }
+        if !verdict.passed() {
+            println!("  in the simulator: {}", replay_command(&scenario.run));
+        }
+        let timeline = real.history.timeline();
+        let missed: Vec<String> = (scenario.expect.shows.iter())
+            .filter(|text| !timeline.contains(text.as_str()))
+            .map(|text| format!("`{}`", text.replace('|', "\\|")))
+            .collect();
+        let simulated_verdict = verdict_text(&check(&history));
+        rows.push(format!(
+            "| {} | {simulated_verdict}{} | {real_verdict}{} | {} |",
+            scenario.name,
+            if simulated.is_ok() {
+                ""
+            } else {
+                " (not as expected)"
+            },
+            if judged.is_ok() {
+                ""
+            } else {
+                " (not as expected)"
+            },
+            if missed.is_empty() {
+                "none".to_owned()
+            } else {
+                missed.join(", ")
+            }
+        ));
         for skipped_part in not_applied(&scenario.run) {
             println!("  not applied: {skipped_part}");
         }
     }
-    println!("{kept} as expected against PostgreSQL, {differed} not, {skipped} skipped");
+    let tally = format!("{kept} as expected against PostgreSQL, {differed} not, {skipped} skipped");
+    println!("{tally}");
+    if let Some(table) = table {
+        rows.push(String::new());
+        rows.push(format!("{tally}."));
+        write(table, &(rows.join("\n") + "\n"))?;
+    }
     Ok(differed == 0)
+}
+
+fn verdict_text(verdict: &retention_sim::Verdict) -> String {
+    let clauses: Vec<&str> = verdict.violations.iter().map(|v| v.clause).collect();
+    if clauses.is_empty() {
+        "no violation".to_owned()
+    } else {
+        format!("violates {}", dedup(&clauses).join(", "))
+    }
 }

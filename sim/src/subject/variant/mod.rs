@@ -2,22 +2,25 @@
 //! exactly one flaw of the catalogue (`model::Flaw`: the review's five
 //! findings and the project's own). With no flaw it keeps the contract (the
 //! property tests run it that way too), so a violation found with a flaw on
-//! is that flaw's doing. `renew.rs` holds its renewals.
+//! is that flaw's doing. It runs on any clock and ports: the simulator's,
+//! or the production adapters against PostgreSQL. `renew.rs` holds its
+//! renewals, `runtime.rs` its timers and detached tasks.
 
 mod renew;
+mod runtime;
 
 use std::pin::pin;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures_util::future::{Either, join, select};
 use retention_worker::{
-    CallErrorKind, Clock, Jitter, Lease, LeaseService, RecordsRepository, SeededJitter,
-    WorkerConfig,
+    CallErrorKind, Clock, Dependencies, Jitter, Lease, LeaseService, RecordsRepository,
+    SeededJitter, WorkerConfig,
 };
 use tokio::sync::Notify;
 
 use self::renew::Cell;
+pub use self::runtime::{MadsimRuntime, Runtime, TokioRuntime};
 use crate::model::{Flaw, LossRec, ReleaseRec, TermEndRec, TermSummary};
 use crate::world::{BoxFuture, OnTerm, SimDeps, SimulatedWorker, WorkerFactory};
 
@@ -35,26 +38,44 @@ impl WorkerFactory for VariantFactory {
         config: WorkerConfig,
         deps: SimDeps,
     ) -> Arc<dyn SimulatedWorker> {
-        let flags = Mutex::new(Flags::default());
-        let changed = Arc::new(Notify::new());
-        Arc::new(Variant {
-            flaw: self.flaw,
-            owner,
-            config,
-            deps,
-            flags,
-            changed,
-            last_lease: Mutex::new(None),
-        })
+        variant_worker(self.flaw, owner, config, deps, MadsimRuntime)
     }
 }
 
-/// The TypeScript-shaped worker.
-struct Variant {
+/// The variant carrying `flaw` (or none) for `owner`, on `deps` and
+/// `runtime`'s timers and tasks.
+pub fn variant_worker<C, L, R, T>(
     flaw: Option<Flaw>,
     owner: String,
     config: WorkerConfig,
-    deps: SimDeps,
+    deps: Dependencies<C, L, R>,
+    runtime: T,
+) -> Arc<dyn SimulatedWorker>
+where
+    C: Clock + 'static,
+    L: LeaseService + Clone + 'static,
+    R: RecordsRepository + 'static,
+    T: Runtime,
+{
+    Arc::new(Variant {
+        flaw,
+        owner,
+        config,
+        deps,
+        runtime,
+        flags: Mutex::new(Flags::default()),
+        changed: Arc::new(Notify::new()),
+        last_lease: Mutex::new(None),
+    })
+}
+
+/// The TypeScript-shaped worker.
+struct Variant<C, L, R, T> {
+    flaw: Option<Flaw>,
+    owner: String,
+    config: WorkerConfig,
+    deps: Dependencies<C, L, R>,
+    runtime: T,
     flags: Mutex<Flags>,
     /// Woken on every change of `flags` or of a term's cell.
     changed: Arc<Notify>,
@@ -100,7 +121,13 @@ fn term_end(loop_end: LoopEnd, lost: Option<LossRec>) -> TermEndRec {
     }
 }
 
-impl Variant {
+impl<C, L, R, T> Variant<C, L, R, T>
+where
+    C: Clock + 'static,
+    L: LeaseService + Clone + 'static,
+    R: RecordsRepository + 'static,
+    T: Runtime,
+{
     fn has(&self, flaw: Flaw) -> bool {
         self.flaw == Some(flaw)
     }
@@ -117,8 +144,7 @@ impl Variant {
     /// Sleeps `ms` unless `interrupt` becomes true first; true if it slept.
     async fn sleep_unless(&self, ms: u64, interrupt: impl Fn() -> bool) -> bool {
         let mut notified = pin!(self.changed.notified());
-        let sleep = pin!(madsim::time::sleep(Duration::from_millis(ms)));
-        let mut sleep = sleep;
+        let mut sleep = self.runtime.sleep_ms(ms);
         loop {
             notified.as_mut().enable();
             if interrupt() {
@@ -335,7 +361,13 @@ impl Variant {
     }
 }
 
-impl SimulatedWorker for Variant {
+impl<C, L, R, T> SimulatedWorker for Variant<C, L, R, T>
+where
+    C: Clock + 'static,
+    L: LeaseService + Clone + 'static,
+    R: RecordsRepository + 'static,
+    T: Runtime,
+{
     fn serve<'a>(&'a self, jitter: SeededJitter, on_term: OnTerm<'a>) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let mut jitter = jitter;
@@ -353,7 +385,7 @@ impl SimulatedWorker for Variant {
                     if self.stopped() {
                         return;
                     }
-                    madsim::time::sleep(Duration::from_millis(pause_ms)).await;
+                    self.runtime.sleep_ms(pause_ms).await;
                     continue;
                 }
                 if !self.sleep_unless(pause_ms, || self.stopped()).await {

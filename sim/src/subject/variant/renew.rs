@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use retention_worker::{CallError, Lease, LeaseService};
+use retention_worker::{CallError, Clock, Lease, LeaseService, RecordsRepository};
 
-use super::Variant;
+use super::{Runtime, Variant};
 use crate::model::{Flaw, LossRec};
 
 /// What a term's delete loop and renewals share.
@@ -25,7 +25,13 @@ fn renews(sent: &Lease, reply: &Lease) -> bool {
     reply.owner_id == sent.owner_id && reply.fencing_token > sent.fencing_token
 }
 
-impl Variant {
+impl<C, L, R, T> Variant<C, L, R, T>
+where
+    C: Clock + 'static,
+    L: LeaseService + Clone + 'static,
+    R: RecordsRepository + 'static,
+    T: Runtime,
+{
     pub(super) async fn renew(&self, cell: &Arc<Mutex<Cell>>) {
         if self.has(Flaw::OverlappingRenewals) {
             self.renew_on_an_interval(cell).await;
@@ -87,13 +93,13 @@ impl Variant {
             let lease = cell.lock().expect("cell").begin_renewal();
             let (leases, cell, changed) =
                 (self.deps.leases.clone(), cell.clone(), self.changed.clone());
-            madsim::task::spawn(async move {
+            self.runtime.spawn(Box::pin(async move {
                 let result = leases.renew(&lease).await;
                 cell.lock()
                     .expect("cell")
                     .finish_renewal(&lease, result, false);
                 changed.notify_waiters();
-            });
+            }));
         }
     }
 }
