@@ -167,17 +167,10 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
         members.push((replica, plan.r#gen::<u64>()));
     }
     let config = spec.worker.config();
-    for (replica, jitter_seed) in &members {
-        replica.start(config.clone(), *jitter_seed);
-    }
     let (members, jitter_seeds): (Vec<_>, Vec<_>) = members.into_iter().unzip();
-    let arrivals_done = Arc::new(AtomicBool::new(false));
-    let inserter = tokio::spawn(insert_arrivals(
-        pool.clone(),
-        log.clone(),
-        spec.arrivals_per_sec,
-        arrivals_done.clone(),
-    ));
+    // The timed events are spawned before the workers, so that on the
+    // one thread the run takes one at 0 ms (a replica frozen from the
+    // start) strikes before any worker's first step, as in the simulator.
     let schedule: Vec<_> = spec
         .events
         .iter()
@@ -193,6 +186,16 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
             tokio::spawn(strike.run())
         })
         .collect();
+    for (replica, jitter_seed) in members.iter().zip(&jitter_seeds) {
+        replica.start(config.clone(), *jitter_seed);
+    }
+    let arrivals_done = Arc::new(AtomicBool::new(false));
+    let inserter = tokio::spawn(insert_arrivals(
+        pool.clone(),
+        log.clone(),
+        spec.arrivals_per_sec,
+        arrivals_done.clone(),
+    ));
 
     sleep_until(&log, spec.duration_ms).await;
     for task in &schedule {
@@ -219,7 +222,9 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
 async fn sleep_until(log: &Log, at_ms: u64) {
     let now_ms = wall_us() / 1_000 - log.epoch_ms;
     let wait_ms = i64::try_from(at_ms).unwrap_or(i64::MAX) - now_ms;
-    if let Ok(wait_ms) = u64::try_from(wait_ms) {
+    // Never a zero sleep: it would yield, and an event due now must
+    // strike before the tasks queued behind it run.
+    if let Ok(wait_ms @ 1..) = u64::try_from(wait_ms) {
         tokio::time::sleep(Duration::from_millis(wait_ms)).await;
     }
 }

@@ -1,6 +1,7 @@
 //! What people read and write: the text timeline and its swimlane picture
 //! (`svg/`), the one failure formatter and its replay token, scenario files
-//! (read bounded, `input.rs`), and the scenario report that snapshots hold.
+//! (read bounded, `input.rs`), the scenario report that snapshots hold, and
+//! the takeover-time stories and their reading (`takeover.rs`).
 //! Uses `model` and `checker`.
 
 mod failure;
@@ -8,6 +9,7 @@ mod input;
 mod scenario;
 mod scenario_report;
 mod svg;
+mod takeover;
 mod timeline;
 mod toml_location;
 
@@ -16,4 +18,5 @@ pub use input::{HISTORY_LIMIT_BYTES, InputError, SCENARIO_LIMIT_BYTES, read_text
 pub use scenario::{Expect, Scenario, ScenarioError, scenario_files};
 pub use scenario_report::{describe_run, scenario_report, term_footers};
 pub use svg::{MAX_PICTURE_EVENTS, swimlanes};
+pub use takeover::{Story, Takeover, bound_ms, spread, story_plan, takeover};
 pub use timeline::TIMELINE_COLUMNS;

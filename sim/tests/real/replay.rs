@@ -169,3 +169,31 @@ fn every_review_findings_shrunk_counterexample_is_confirmed_against_postgresql()
     }
     println!("{}", confirmed.join("\n"));
 }
+
+/// `sim takeover` against PostgreSQL: a crashed holder's successor is
+/// granted there too, and measured beside the simulated distribution.
+#[test]
+fn takeover_is_measured_against_postgresql_too() {
+    drop(TempServer::start());
+    let output = sim(&[
+        "takeover",
+        "--story",
+        "crashed",
+        "--runs",
+        "20",
+        "--real-runs",
+        "2",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let real = stdout
+        .lines()
+        .find(|line| line.trim_start().starts_with("PostgreSQL:"))
+        .unwrap_or_else(|| panic!("no PostgreSQL line:\n{stdout}\n{stderr}"));
+    assert!(real.contains("of 2 runs"), "{stdout}");
+    assert!(!stdout.contains("OVER THE BOUND"), "{stdout}");
+    assert!(
+        stdout.contains("agree: medians") || stdout.contains("DISAGREE: medians"),
+        "{stdout}"
+    );
+}

@@ -23,6 +23,7 @@ mod replay;
 mod scenarios;
 mod shards;
 mod spin;
+mod takeover;
 
 /// Without `--cfg madsim` (an exported RUSTFLAGS replaces the one in
 /// `.cargo/config.toml`) madsim silently becomes a thin wrapper over real

@@ -70,6 +70,10 @@ pub enum Command {
     },
     /// Measures the harness: speed, overhead, seeds to find each flaw, memory.
     Bench(BenchArgs),
+    /// Measures takeover time (from a fault on the lease holder until
+    /// another replica is granted) in the simulator and against a
+    /// throwaway PostgreSQL, beside the bound README's formula gives.
+    Takeover(TakeoverArgs),
     /// Checks a recorded history (JSON lines, as `run --jsonl` or the
     /// real-mode tests write it) and prints the verdict.
     Check {
@@ -281,6 +285,27 @@ fn parse_shard(text: &str) -> Result<(u64, u64), String> {
         return Err(format!("{text:?}: need 1 <= I <= N"));
     }
     Ok((i, n))
+}
+
+#[derive(Args)]
+pub struct TakeoverArgs {
+    /// Simulated runs per story.
+    #[arg(long, default_value_t = 200)]
+    pub runs: u64,
+    /// Runs against a throwaway PostgreSQL per story, each on real time
+    /// (about 12 s); 0 measures the simulator only.
+    #[arg(long, default_value_t = 10)]
+    pub real_runs: u64,
+    /// The stories to measure (default: all three).
+    #[arg(long, value_parser = PossibleValuesParser::new(["frozen", "crashed", "clock-stepped"]))]
+    pub story: Vec<String>,
+    /// The first run's seed; run k has seed start + k.
+    #[arg(long, default_value_t = 1)]
+    pub start: u64,
+    /// Also save each PostgreSQL run's history as `DIR/STORY-K.jsonl`
+    /// (DIR must exist; existing files are replaced).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]

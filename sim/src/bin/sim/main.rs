@@ -8,7 +8,8 @@
 //! compared with a baseline, `plan.rs` the shard plan, `progress.rs` the
 //! progress display; `files.rs` how a file is written without losing one,
 //! `output.rs` standard output that outlives a closed pipe, `interrupt.rs`
-//! what a signal does, `page.rs` the sweep's report page.
+//! what a signal does, `page.rs` the sweep's report page; `real.rs` and
+//! `takeover.rs` what runs against PostgreSQL.
 
 mod args;
 mod check;
@@ -23,6 +24,7 @@ mod progress;
 mod real;
 mod summary;
 mod sweep;
+mod takeover;
 mod tally;
 mod triage;
 
@@ -152,6 +154,7 @@ fn main() -> ExitCode {
             };
         }
         Command::Bench(args) => run_bench(&args),
+        Command::Takeover(args) => takeover::run_takeover(&args),
         Command::Check {
             history,
             timeline,
