@@ -64,7 +64,8 @@ pub fn not_applied(spec: &RunSpec) -> Vec<String> {
         );
     }
     if spec.faults.packet_loss_permille > 0 {
-        skipped.push("faults.packet_loss_permille: loopback TCP loses nothing".to_owned());
+        skipped
+            .push("faults.packet_loss_permille: the proxy loses nothing (loopback TCP)".to_owned());
     }
     skipped
 }

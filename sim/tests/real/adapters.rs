@@ -305,6 +305,47 @@ fn a_statement_whose_call_timed_out_is_cancelled_not_applied_later() {
     });
 }
 
+/// A statement the server cut is reported with the server's code and words,
+/// not tokio-postgres's bare "db error": an operator reading the worker's
+/// log must see that `statement_timeout` fired.
+#[test]
+fn a_statement_the_server_cut_says_why() {
+    let server = TempServer::start();
+    runtime().block_on(async {
+        let admin = server.database("cut", 1).await;
+        seed_rows(&admin, 10, 0).await;
+        admin
+            .get()
+            .await
+            .unwrap()
+            .batch_execute(
+                "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$
+                 BEGIN PERFORM pg_sleep(2); RETURN NULL; END $$;
+                 CREATE TRIGGER slow BEFORE DELETE ON retention_records
+                     FOR EACH STATEMENT EXECUTE FUNCTION slow();",
+            )
+            .await
+            .unwrap();
+        let bounded = PgOptions {
+            statement_timeout_ms: 300,
+            ..options()
+        };
+        let pool = server.pool("cut", 1, &bounded);
+        let leases = PgLeaseService::new(pool.clone(), bounded.clone());
+        let records = PgRecords::new(pool, bounded);
+        let lease = leases.acquire("r1").await.unwrap().expect("a lease");
+        let error = records
+            .delete_batch(now_ms(), 10, lease.fencing_token)
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind, CallErrorKind::Rejected, "{error}");
+        assert_eq!(
+            error.detail,
+            "delete: 57014 canceling statement due to statement timeout"
+        );
+    });
+}
+
 #[test]
 fn every_pooled_connection_carries_the_server_side_bounds() {
     let server = TempServer::start();

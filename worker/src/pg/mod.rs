@@ -175,11 +175,23 @@ async fn client(pool: &Pool, op: &str) -> Result<Object, CallError> {
 
 /// An error the server raised aborted the statement (nothing applied); any
 /// other error lost the connection, and the statement may have committed.
+/// A failed statement as the worker reports it. The server's own words and
+/// SQLSTATE come first (`delete: 57014 canceling statement due to
+/// statement timeout`): tokio-postgres's display of a server error is only
+/// "db error", which tells an operator nothing.
 fn db_error(op: &str, error: tokio_postgres::Error) -> CallError {
-    if error.as_db_error().is_some() {
-        CallError::rejected(format!("{op}: {error}"))
-    } else {
-        CallError::ambiguous(format!("{op}: {error}"))
+    match error.as_db_error() {
+        Some(server) => CallError::rejected(format!(
+            "{op}: {} {}",
+            server.code().code(),
+            server.message()
+        )),
+        None => {
+            let cause = std::error::Error::source(&error)
+                .map(|cause| format!(": {cause}"))
+                .unwrap_or_default();
+            CallError::ambiguous(format!("{op}: {error}{cause}"))
+        }
     }
 }
 
