@@ -51,30 +51,48 @@ impl Port {
         replica.record(invoke);
         replica.trigger_stops(&ticket);
         let drawn = replica.draw(&ticket);
-        sleep_ms(drawn.request_delay_ms).await;
-        // Frozen while the request was delayed: it leaves after the thaw.
-        self.gate.pass().await;
-        let mut result = if drawn.reject {
-            Err(CallError::rejected("injected: refused before sending"))
-        } else {
+        // The client's timer runs from the call, as the simulator's does:
+        // a request or reply held in the network counts against it.
+        let exchange = async {
+            sleep_ms(drawn.request_delay_ms).await;
+            // Frozen while the request was delayed: it leaves after the thaw.
+            self.gate.pass().await;
+            if drawn.reject {
+                return Err(CallError::rejected("injected: refused before sending"));
+            }
             replica.in_flight.0.fetch_add(1, Ordering::SeqCst);
             let task = exec(replica.clone(), call, term, drawn.revoke);
             let in_flight = replica.in_flight.clone();
-            tokio::spawn(async move {
+            // Detached: a call the client gave up on still reaches the
+            // database, and finishes there.
+            let answer = tokio::spawn(async move {
                 let result = task.await;
                 in_flight.0.fetch_sub(1, Ordering::SeqCst);
                 result
             })
             .await
-            .expect("a database call panicked")
+            .expect("a database call panicked")?;
+            sleep_ms(drawn.reply_delay_ms).await;
+            self.gate.pass().await;
+            if drawn.ambiguous {
+                return Err(CallError::ambiguous("injected: applied, reply lost"));
+            }
+            Ok(if drawn.corrupt {
+                garble(answer)
+            } else {
+                answer
+            })
         };
-        sleep_ms(drawn.reply_delay_ms).await;
-        self.gate.pass().await;
-        if drawn.ambiguous {
-            result = Err(CallError::ambiguous("injected: applied, reply lost"));
-        } else if drawn.corrupt {
-            result = result.map(garble);
-        }
+        let timeout_ms = replica.call_timeout_ms;
+        let result = match tokio::time::timeout(Duration::from_millis(timeout_ms), exchange).await {
+            Ok(result) => result,
+            Err(_) => {
+                self.gate.pass().await;
+                Err(CallError::ambiguous(format!(
+                    "no reply within {timeout_ms} ms"
+                )))
+            }
+        };
         replica.record(ticket.returned(Outcome::of(&result, outcome)));
         result
     }
@@ -271,7 +289,7 @@ impl RecordsRepository for Port {
                         let kind = EventKind::Fenced {
                             call,
                             token,
-                            reason: error.detail.clone(),
+                            reason: fence_reason(&error.detail, epoch_ms),
                         };
                         r.log.record(Actor::Db, term, kind);
                         Err(error)
@@ -282,5 +300,23 @@ impl RecordsRepository for Port {
         });
         let outcome = |rows: &u64| Outcome::Deleted(*rows);
         self.call(invocation, exec, outcome, |answer| answer).await
+    }
+}
+
+/// The adapter's refusal (`token 1: lease expired at 1796292949276 ms`) in
+/// the simulator's words and on the run's clock (`lease expired at 3077
+/// ms`), so that both timelines read alike.
+fn fence_reason(detail: &str, epoch_ms: i64) -> String {
+    let reason = detail
+        .split_once(": ")
+        .filter(|(prefix, _)| prefix.starts_with("token "))
+        .map_or(detail, |(_, reason)| reason);
+    let expiry = reason
+        .strip_prefix("lease expired at ")
+        .and_then(|rest| rest.strip_suffix(" ms"))
+        .and_then(|ms| ms.parse::<i64>().ok());
+    match expiry {
+        Some(expires_at_ms) => format!("lease expired at {} ms", expires_at_ms - epoch_ms),
+        None => reason.to_owned(),
     }
 }

@@ -51,6 +51,9 @@ pub struct Replica {
     pub calls: AtomicU32,
     /// Processes started so far.
     incarnations: AtomicU32,
+    /// How long a call waits for its answer before giving up (the
+    /// adapters' call timeout, counted from the call).
+    pub call_timeout_ms: u64,
     /// The current process's freeze; a restarted process gets a fresh one.
     gate: Mutex<Gate>,
     /// How far its host's wall clock has been stepped, in ms.
@@ -97,6 +100,9 @@ pub struct Shared {
     /// `Some(flaw)` runs the variant worker carrying `flaw` (or none);
     /// `None` the production worker.
     pub variant: Option<Option<Flaw>>,
+    /// The adapters' call timeout, which the ports also hold each call to
+    /// from its start, network delays included.
+    pub call_timeout_ms: u64,
 }
 
 impl Replica {
@@ -134,6 +140,7 @@ impl Replica {
             stop_callers: AtomicU32::new(0),
             calls: AtomicU32::new(0),
             incarnations: AtomicU32::new(0),
+            call_timeout_ms: shared.call_timeout_ms,
             gate: Mutex::new(Gate::new()),
             clock_offset_ms: Arc::new(std::sync::atomic::AtomicI64::new(0)),
             leading: AtomicBool::new(false),

@@ -146,6 +146,7 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
         records: PgRecords::new(workers_pool, options),
         // A plan with a flaw runs the variant, which then carries it.
         variant: spec.flaw.map(Some),
+        call_timeout_ms: spec.rpc_timeout_ms,
     };
     let skew_max = i64::try_from(spec.faults.clock_skew_ms_max).unwrap_or(i64::MAX);
     let mut skews_ms = Vec::new();

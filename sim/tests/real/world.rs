@@ -190,6 +190,7 @@ impl Run {
             events: Vec::new(),
             forced_faults: true,
             variant: None,
+            call_timeout_ms: CALL_TIMEOUT_MS,
             faults_on: Arc::new(AtomicBool::new(true)),
             renew_interval_ms: worker_config().renew_interval_ms,
             next_call: Arc::new(AtomicU64::new(0)),
