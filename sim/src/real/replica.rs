@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::calls::{CallFaults, CallLedger, CallTicket, FaultDraws};
 use crate::model::{EventKind, FaultConfig, FaultEvent, Flaw, OpKind, TermSummary};
-use crate::subject::{SimulatedWorker, TokioRuntime, variant_worker};
+use crate::subject::{SimulatedWorker, TokioRuntime, panic_message, variant_worker};
 use futures_util::FutureExt;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -64,8 +64,8 @@ pub struct Replica {
     pub leases: PgLeaseService,
     /// The production records adapter.
     pub records: PgRecords,
-    /// The variant's flaw, when the plan runs the variant worker.
-    flaw: Option<Option<Flaw>>,
+    /// As [`Shared::variant`].
+    variant: Option<Option<Flaw>>,
     /// The current process's worker and its serving task.
     running: Mutex<Option<Process>>,
     /// Held through a kill or stop and the restart after it, so two of them
@@ -146,7 +146,7 @@ impl Replica {
             leading: AtomicBool::new(false),
             leases: shared.leases.clone(),
             records: shared.records.clone(),
-            flaw: shared.variant,
+            variant: shared.variant,
             running: Mutex::new(None),
             lifecycle: tokio::sync::Mutex::new(()),
         })
@@ -176,7 +176,7 @@ impl Replica {
             records: port,
         };
         let owner = format!("r{}", self.index);
-        let (worker, runtime): (Arc<dyn SimulatedWorker>, _) = match self.flaw {
+        let (worker, runtime): (Arc<dyn SimulatedWorker>, _) = match self.variant {
             None => (
                 Arc::new(Worker::new(owner, config, deps).expect("valid config")),
                 None,
@@ -338,15 +338,5 @@ impl Replica {
                 });
             }
         }
-    }
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a panic without a message".to_owned()
     }
 }

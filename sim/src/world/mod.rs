@@ -22,6 +22,7 @@ mod wire;
 pub use build::{RunSlot, runtime, simulate};
 pub use clock::SimClock;
 pub use panics::WorkerPanicked;
+pub(crate) use panics::message_of;
 pub use port::SimPort;
 pub use seam::{BoxFuture, OnTerm, SimDeps, SimulatedWorker, WorkerFactory};
 pub use spin::{SPIN_STEPS_MAX, SPIN_WINDOW_MS, SpinDetected};

@@ -56,7 +56,8 @@ pub(crate) fn stop_the_run(replica: u32) -> ! {
     resume_unwind(Box::new(WorkerPanicked { replica }))
 }
 
-fn message_of(payload: &(dyn std::any::Any + Send)) -> String {
+/// A panic payload's text: its message when it is one.
+pub(crate) fn message_of(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(text) = payload.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = payload.downcast_ref::<String>() {
