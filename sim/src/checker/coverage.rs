@@ -120,6 +120,10 @@ pub const PROBES: &[(&str, &str)] = &[
         "pause-outlived-the-lease",
         "a pause lasted past the expiry of the lease its replica held",
     ),
+    (
+        "cut-outlived-the-lease",
+        "a cut from the database lasted past the expiry of the lease its replica held",
+    ),
     ("term-capped", "a term ended at its row cap"),
     ("term-completed", "a term ended with a short batch"),
     ("term-stopped", "a term ended by stop()"),
@@ -378,15 +382,22 @@ pub fn coverage(history: &History) -> BTreeMap<&'static str, u64> {
                     }
                 }
             }
-            EventKind::Paused { for_ms } => {
+            EventKind::Paused { for_ms } | EventKind::Partitioned { for_ms } => {
                 let from_ms = db_ms(event.at_ms);
-                let until_ms = db_ms(event.at_ms + i64::try_from(*for_ms).unwrap_or(i64::MAX));
+                let until_ms = db_ms(
+                    event
+                        .at_ms
+                        .saturating_add(i64::try_from(*for_ms).unwrap_or(i64::MAX)),
+                );
                 if let Some(replica) = replica
                     && held_until
                         .get(&replica)
                         .is_some_and(|&expiry| expiry > from_ms && expiry < until_ms)
                 {
-                    hit("pause-outlived-the-lease");
+                    hit(match event.kind {
+                        EventKind::Paused { .. } => "pause-outlived-the-lease",
+                        _ => "cut-outlived-the-lease",
+                    });
                 }
             }
             EventKind::TermEnded { end, .. } => hit(match end {

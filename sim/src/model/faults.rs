@@ -105,6 +105,20 @@ pub enum FaultEvent {
         /// How long it lasts.
         for_ms: u64,
     },
+    /// Cut replica `replica` off from the database at `at_ms` for `for_ms`
+    /// (a failed switch, a firewall change): the network drops every packet
+    /// between them, both ways, and neither side sees the other close. TCP
+    /// retransmits what it sent, so it arrives after the cut heals, at the
+    /// first retransmission after that; a new connection's handshake waits
+    /// the same way.
+    Partition {
+        /// The replica, from 1.
+        replica: u32,
+        /// When the cut starts.
+        at_ms: u64,
+        /// How long it lasts.
+        for_ms: u64,
+    },
     /// Kill replica `replica`'s process; restart it after `restart_after_ms`.
     Crash {
         /// The replica, from 1.
@@ -216,6 +230,7 @@ impl FaultEvent {
     pub fn replica(&self) -> Option<u32> {
         match self {
             Self::Pause { replica, .. }
+            | Self::Partition { replica, .. }
             | Self::Crash { replica, .. }
             | Self::Stop { replica, .. }
             | Self::StopDuring { replica, .. }
@@ -230,6 +245,7 @@ impl FaultEvent {
     pub fn at_ms(&self) -> Option<u64> {
         match self {
             Self::Pause { at_ms, .. }
+            | Self::Partition { at_ms, .. }
             | Self::Crash { at_ms, .. }
             | Self::Stop { at_ms, .. }
             | Self::HoldRows { at_ms, .. }

@@ -27,11 +27,13 @@ pub enum EventFlag {
     ClockRate,
     /// `--db-clock-step AT_MS:DELTA_MS` (DELTA_MS may be negative).
     DbClockStep,
+    /// `--partition REPLICA:AT_MS:FOR_MS`.
+    Partition,
 }
 
 impl EventFlag {
     /// Every event flag, in the order `sim run` adds their events.
-    pub const ALL: [EventFlag; 9] = [
+    pub const ALL: [EventFlag; 10] = [
         EventFlag::Pause,
         EventFlag::Crash,
         EventFlag::Stop,
@@ -41,6 +43,7 @@ impl EventFlag {
         EventFlag::ClockStep,
         EventFlag::ClockRate,
         EventFlag::DbClockStep,
+        EventFlag::Partition,
     ];
 
     /// The flag as typed, with its dashes.
@@ -55,6 +58,7 @@ impl EventFlag {
             EventFlag::ClockStep => "--clock-step",
             EventFlag::ClockRate => "--clock-rate",
             EventFlag::DbClockStep => "--db-clock-step",
+            EventFlag::Partition => "--partition",
         }
     }
 
@@ -66,6 +70,14 @@ impl EventFlag {
             EventFlag::Pause => {
                 let [replica, at_ms, for_ms] = numbers(flag, text)?;
                 FaultEvent::Pause {
+                    replica: small(flag, text, replica)?,
+                    at_ms,
+                    for_ms,
+                }
+            }
+            EventFlag::Partition => {
+                let [replica, at_ms, for_ms] = numbers(flag, text)?;
+                FaultEvent::Partition {
                     replica: small(flag, text, replica)?,
                     at_ms,
                     for_ms,

@@ -371,6 +371,13 @@ pub enum EventKind {
     },
     /// It was thawed.
     Resumed,
+    /// The network between it and the database was cut, for `for_ms`.
+    Partitioned {
+        /// For how long.
+        for_ms: u64,
+    },
+    /// The cut healed.
+    Healed,
     /// It was killed.
     Crashed,
     /// It was started again with a fresh worker.

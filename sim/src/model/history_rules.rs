@@ -61,6 +61,8 @@ pub(super) fn wrong_actor(event: &Event) -> Option<&'static str> {
         | K::StopResolved { .. }
         | K::Paused { .. }
         | K::Resumed
+        | K::Partitioned { .. }
+        | K::Healed
         | K::Crashed
         | K::Restarted
         | K::ClockStepped { .. }

@@ -138,7 +138,9 @@ pub const RATE_PERMILLE: RangeInclusive<u64> = 100..=10_000;
 fn event_fields(event: &FaultEvent) -> Vec<(&'static str, u64, RangeInclusive<u64>)> {
     let ms = 0..=HOUR_MS;
     match event {
-        FaultEvent::Pause { for_ms, .. } => vec![("for_ms", *for_ms, ms)],
+        FaultEvent::Pause { for_ms, .. } | FaultEvent::Partition { for_ms, .. } => {
+            vec![("for_ms", *for_ms, ms)]
+        }
         FaultEvent::Crash {
             restart_after_ms, ..
         } => vec![("restart_after_ms", *restart_after_ms, ms)],

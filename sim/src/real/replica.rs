@@ -74,6 +74,7 @@ pub struct Replica {
 }
 
 /// What the replicas share.
+#[derive(Clone)]
 pub struct Shared {
     /// The run's log.
     pub log: Arc<Log>,

@@ -73,6 +73,7 @@ pub fn not_applied(spec: &RunSpec) -> Vec<String> {
 fn event_name(event: &FaultEvent) -> &'static str {
     match event {
         FaultEvent::Pause { .. } => "pause",
+        FaultEvent::Partition { .. } => "partition",
         FaultEvent::Crash { .. } => "crash",
         FaultEvent::Stop { .. } => "stop",
         FaultEvent::CallFault { .. } => "call_fault",
@@ -128,11 +129,19 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
     let mut plan = ChaCha8Rng::seed_from_u64(spec.seed);
     let initial_rows = seed_rows(&pool, spec, log.epoch_ms, &mut plan).await;
     let options = pg_options(spec);
-    // The workers reach the server over a network as slow as the
-    // simulator's (madsim's 1-10 ms a message), not loopback's microseconds.
-    let network =
-        MeteredProxy::with_latency(server.port(), NETWORK_MS_MIN, NETWORK_MS_MAX, spec.seed);
-    let workers_pool = server.pool_via(network.port(), name, 3 * replicas as usize, &options);
+    // Each replica reaches the server over a network of its own, as slow
+    // as the simulator's (madsim's 1-10 ms a message), not loopback's
+    // microseconds, and cut off when the plan says.
+    let networks: Vec<MeteredProxy> = (1..=replicas)
+        .map(|index| {
+            let seed = spec.seed ^ u64::from(index).wrapping_mul(0xA24B_AED4_963E_E407);
+            MeteredProxy::with_latency(server.port(), NETWORK_MS_MIN, NETWORK_MS_MAX, seed)
+        })
+        .collect();
+    let workers_pool = |index: u32| {
+        let network = &networks[index as usize - 1];
+        server.pool_via(network.port(), name, 3, &options)
+    };
     let shared = Shared {
         log: log.clone(),
         faults: spec.faults.clone(),
@@ -142,8 +151,8 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
         renew_interval_ms: spec.worker.renew_interval_ms,
         next_call: Arc::new(AtomicU64::new(0)),
         in_flight: Arc::new(InFlight::default()),
-        leases: PgLeaseService::new(workers_pool.clone(), options.clone()),
-        records: PgRecords::new(workers_pool, options),
+        leases: PgLeaseService::new(workers_pool(1), options.clone()),
+        records: PgRecords::new(workers_pool(1), options.clone()),
         // A plan with a flaw runs the variant, which then carries it.
         variant: spec.flaw.map(Some),
         call_timeout_ms: spec.rpc_timeout_ms,
@@ -163,8 +172,14 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
             .copied()
             .unwrap_or(drawn_ms);
         skews_ms.push(skew_ms);
+        let pool = workers_pool(index);
+        let own = Shared {
+            leases: PgLeaseService::new(pool.clone(), options.clone()),
+            records: PgRecords::new(pool, options.clone()),
+            ..shared.clone()
+        };
         // The simulator's order of draws: skew, fault draws, jitter.
-        let replica = Replica::new(index, plan.r#gen(), &shared);
+        let replica = Replica::new(index, plan.r#gen(), &own);
         replica.clock_offset_ms.store(skew_ms, Ordering::SeqCst);
         members.push((replica, plan.r#gen::<u64>()));
     }
@@ -179,6 +194,7 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
         .map(|event| {
             let strike = Strike {
                 event: event.clone(),
+                networks: networks.clone(),
                 replicas: members.clone(),
                 pool: pool.clone(),
                 log: log.clone(),
@@ -234,6 +250,8 @@ async fn sleep_until(log: &Log, at_ms: u64) {
 /// One timed event of the plan, as it strikes.
 struct Strike {
     event: FaultEvent,
+    /// Each replica's network to the server.
+    networks: Vec<MeteredProxy>,
     replicas: Vec<Arc<Replica>>,
     pool: Pool,
     log: Arc<Log>,
@@ -253,6 +271,18 @@ impl Strike {
             } => {
                 sleep_until(&self.log, at_ms).await;
                 replica(index).pause(for_ms).await;
+            }
+            FaultEvent::Partition {
+                replica: index,
+                at_ms,
+                for_ms,
+            } => {
+                sleep_until(&self.log, at_ms).await;
+                let victim = replica(index);
+                victim.record(EventKind::Partitioned { for_ms });
+                self.networks[index as usize - 1].cut(for_ms);
+                tokio::time::sleep(Duration::from_millis(for_ms)).await;
+                victim.record(EventKind::Healed);
             }
             FaultEvent::Crash {
                 replica: index,

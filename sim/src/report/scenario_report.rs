@@ -122,6 +122,11 @@ fn describe_event(event: &FaultEvent) -> String {
             at_ms,
             for_ms,
         } => format!("pause r{replica} at {at_ms} ms for {for_ms} ms"),
+        FaultEvent::Partition {
+            replica,
+            at_ms,
+            for_ms,
+        } => format!("cut r{replica} off from the database at {at_ms} ms for {for_ms} ms"),
         FaultEvent::Crash {
             replica,
             at_ms,

@@ -1,5 +1,5 @@
 //! Takeover time: the plans that stage a fault on the lease holder (frozen,
-//! crashed, its clock stepped), the time from the fault until another
+//! cut off, crashed, its clock stepped), the time from the fault until another
 //! replica is granted the lease, read from a history, and the bound the
 //! README's formula gives it.
 
@@ -15,6 +15,9 @@ pub enum Story {
     /// pause, SIGSTOP): often between a delete's fence and its commit,
     /// holding the lease row's share lock.
     Frozen,
+    /// Cut off from the database for longer than the bound: its calls
+    /// time out, and what it sent reaches the server only after the heal.
+    Partitioned,
     /// Killed, and not restarted within the run.
     Crashed,
     /// Its wall clock stepped forward past the lease's expiry (NTP, `date
@@ -24,12 +27,18 @@ pub enum Story {
 
 impl Story {
     /// Every story, in the table's order.
-    pub const ALL: [Story; 3] = [Story::Frozen, Story::Crashed, Story::ClockStepped];
+    pub const ALL: [Story; 4] = [
+        Story::Frozen,
+        Story::Partitioned,
+        Story::Crashed,
+        Story::ClockStepped,
+    ];
 
     /// The story's name on the command line and in the table.
     pub fn name(self) -> &'static str {
         match self {
             Story::Frozen => "frozen",
+            Story::Partitioned => "partitioned",
             Story::Crashed => "crashed",
             Story::ClockStepped => "clock-stepped",
         }
@@ -67,6 +76,11 @@ pub fn story_plan(story: Story, seed: u64) -> (RunSpec, u64) {
         // Past the bound, so that no takeover is the holder's own return,
         // and not much longer: a run's stop waits for a frozen process.
         Story::Frozen => FaultEvent::Pause {
+            replica: 1,
+            at_ms,
+            for_ms: bound_ms + 500,
+        },
+        Story::Partitioned => FaultEvent::Partition {
             replica: 1,
             at_ms,
             for_ms: bound_ms + 500,

@@ -233,6 +233,12 @@ fn describe(kind: &EventKind) -> (String, Option<u64>, String) {
         K::StopResolved { caller } => ("stop resolved".into(), None, format!("caller {caller}")),
         K::Paused { for_ms } => ("PAUSED".into(), None, format!("for {for_ms} ms")),
         K::Resumed => ("resumed".into(), None, String::new()),
+        K::Partitioned { for_ms } => (
+            "CUT OFF".into(),
+            None,
+            format!("from the database for {for_ms} ms"),
+        ),
+        K::Healed => ("reconnected".into(), None, "the network heals".into()),
         K::Crashed => ("CRASHED".into(), None, String::new()),
         K::Restarted => ("restarted".into(), None, String::new()),
         K::Final {

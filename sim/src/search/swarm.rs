@@ -173,7 +173,7 @@ fn draw_skews(seed: u64, replicas: u32, renew_interval_ms: u64) -> Vec<i64> {
 }
 
 /// Up to two events of each kind (one of `hold_rows`, `stall_standby`,
-/// `db_clock_step` and `clock_rate`), each kind on its own
+/// `db_clock_step`, `clock_rate` and `partition`), each kind on its own
 /// stream.
 fn draw_events(seed: u64, replicas: u32, duration_ms: u64) -> Vec<FaultEvent> {
     let mut events = Vec::new();
@@ -184,7 +184,7 @@ fn draw_events(seed: u64, replicas: u32, duration_ms: u64) -> Vec<FaultEvent> {
             0
         }
     };
-    let kinds: [(&str, u32, EventDraw); 10] = [
+    let kinds: [(&str, u32, EventDraw); 11] = [
         ("events.pause", 2, |rng, replicas, duration_ms| {
             FaultEvent::Pause {
                 replica: rng.gen_range(1..=replicas),
@@ -250,6 +250,14 @@ fn draw_events(seed: u64, replicas: u32, duration_ms: u64) -> Vec<FaultEvent> {
                 replica: rng.gen_range(1..=replicas),
                 at_ms: rng.gen_range(0..duration_ms),
                 rate_permille: rng.gen_range(500..=2_000),
+            }
+        }),
+        // Last, so that adding it left every other kind's draws as they were.
+        ("events.partition", 1, |rng, replicas, duration_ms| {
+            FaultEvent::Partition {
+                replica: rng.gen_range(1..=replicas),
+                at_ms: rng.gen_range(0..duration_ms),
+                for_ms: rng.gen_range(500..=8_000),
             }
         }),
     ];

@@ -214,7 +214,13 @@ pub async fn simulate(
         // nothing from it, so turning loss on moves no other draw.
         let net_rng = ChaCha8Rng::seed_from_u64(spec.seed ^ NET_SALT ^ u64::from(index));
         let loss = spec.faults.packet_loss_permille;
-        let kernel = Arc::new(Kernel::new(kernel_node.clone(), db.clone(), loss, net_rng));
+        let kernel = Arc::new(Kernel::new(
+            kernel_node.clone(),
+            db.clone(),
+            loss,
+            net_rng,
+            spec.rpc_timeout_ms,
+        ));
         kernel_nodes.push(kernel_node);
         let ctx = Arc::new(ReplicaCtx {
             recorder: recorder.clone(),

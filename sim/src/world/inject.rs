@@ -57,6 +57,13 @@ pub(crate) async fn inject(
             handle.resume(replica.node.id());
             recorder.record(actor, term(), EventKind::Resumed);
         }
+        FaultEvent::Partition { at_ms, for_ms, .. } => {
+            sleep_until(at_ms).await;
+            recorder.record(actor, term(), EventKind::Partitioned { for_ms });
+            replica.ctx.kernel.cut(for_ms);
+            madsim::time::sleep(Duration::from_millis(for_ms)).await;
+            recorder.record(actor, term(), EventKind::Healed);
+        }
         FaultEvent::Crash {
             at_ms,
             restart_after_ms,

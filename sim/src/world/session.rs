@@ -3,11 +3,14 @@
 //! retransmitted, late but never lost. The streams live in the replica's
 //! kernel, a node of its own, so what a process sent still arrives after it
 //! froze or died, and the database sees a dead process's connection close
-//! only after that.
+//! only after that. A cut between the replica and the database holds every
+//! segment until the first retransmission after it heals.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
+
+use madsim::time::Instant;
 
 use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
@@ -15,13 +18,14 @@ use madsim::runtime::NodeHandle;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use retention_worker::CallError;
+use test_support::{SEGMENT_FIRST_RTO_MS, SYN_FIRST_RTO_MS, held_until_heal_ms};
 use tokio::sync::{OnceCell, oneshot};
 
 use super::db_node::DbNode;
 use super::wire::{Caller, CancelReq, CloseReq, DB_ADDR, OnConnection};
 
 /// TCP's first retransmission timeout; it doubles on every loss in a row.
-const FIRST_RTO_MS: u64 = 200;
+const FIRST_RTO_MS: u64 = SEGMENT_FIRST_RTO_MS;
 
 /// One replica's network stack.
 pub(crate) struct Kernel {
@@ -32,6 +36,11 @@ pub(crate) struct Kernel {
     sessions: Mutex<Vec<Weak<Session>>>,
     /// The kernel's socket, bound on first use; connections share it.
     socket: Arc<OnceCell<Arc<Endpoint>>>,
+    /// The latest cut from the database: when it started and when it heals.
+    cut: Mutex<Option<(Instant, Instant)>>,
+    /// How long the adapter waits for a cancel request's connection before
+    /// it gives the cancel up (its call timeout).
+    cancel_bound_ms: u64,
 }
 
 /// One connection: pooled by its replica's port and used by one call at a
@@ -47,8 +56,15 @@ pub(crate) struct Session {
 
 impl Kernel {
     /// The kernel of a replica on `node`; each message is lost (once, then
-    /// again...) with `loss_permille`, drawn from `rng`.
-    pub fn new(node: NodeHandle, db: Arc<DbNode>, loss_permille: u32, rng: ChaCha8Rng) -> Self {
+    /// again...) with `loss_permille`, drawn from `rng`; a cancel request
+    /// not connected within `cancel_bound_ms` is given up.
+    pub fn new(
+        node: NodeHandle,
+        db: Arc<DbNode>,
+        loss_permille: u32,
+        rng: ChaCha8Rng,
+        cancel_bound_ms: u64,
+    ) -> Self {
         Self {
             node,
             db,
@@ -56,7 +72,30 @@ impl Kernel {
             rng: Mutex::new(rng),
             sessions: Mutex::new(Vec::new()),
             socket: Arc::new(OnceCell::new()),
+            cut: Mutex::new(None),
+            cancel_bound_ms,
         }
+    }
+
+    /// Cuts the network between this replica and the database from now
+    /// for `for_ms`.
+    pub fn cut(&self, for_ms: u64) {
+        let now = Instant::now();
+        *self.cut.lock().expect("cut") = Some((now, now + Duration::from_millis(for_ms)));
+    }
+
+    /// How long a segment sent now waits for the cut to heal (the rule
+    /// real mode's proxy applies too).
+    fn held_ms(&self, first_rto_ms: u64) -> u64 {
+        let Some((from, heal)) = *self.cut.lock().expect("cut") else {
+            return 0;
+        };
+        let now = Instant::now();
+        if now < from || now >= heal {
+            return 0;
+        }
+        let heal_in_ms = u64::try_from((heal - now).as_millis()).unwrap_or(u64::MAX);
+        held_until_heal_ms(heal_in_ms, first_rto_ms)
     }
 
     /// The delay TCP adds to one message: a retransmission timeout for
@@ -90,10 +129,16 @@ impl Kernel {
 
     /// Sends a cancel request for `caller`'s statement on a connection of
     /// its own: not ordered behind the call's session, and still sent if
-    /// the process freezes right after.
+    /// the process freezes right after. Across a cut its handshake waits
+    /// for the heal, and past the adapter's bound the cancel is given up.
     pub fn cancel(&self, caller: Caller) {
         let socket = self.socket.clone();
+        let handshake_ms = self.held_ms(SYN_FIRST_RTO_MS);
+        if handshake_ms > self.cancel_bound_ms {
+            return;
+        }
         self.node.spawn(async move {
+            sleep_ms(handshake_ms).await;
             let _ = bound(&socket)
                 .await
                 .call(DB_ADDR, CancelReq { caller })
@@ -150,6 +195,7 @@ impl Session {
         self.kernel.node.spawn(async move {
             let endpoint = bound(&kernel.socket).await;
             sleep_ms(kernel.retransmission_ms()).await;
+            sleep_ms(kernel.held_ms(FIRST_RTO_MS)).await;
             let reply = endpoint.call(DB_ADDR, request).await;
             if reply.is_err() {
                 // Never delivered: later messages must not wait for it.
@@ -157,6 +203,7 @@ impl Session {
             }
             if let Some(answer) = answer {
                 sleep_ms(kernel.retransmission_ms()).await;
+                sleep_ms(kernel.held_ms(FIRST_RTO_MS)).await;
                 // The caller may have given up; the statement ran anyway.
                 let _ = answer.send(reply);
             }

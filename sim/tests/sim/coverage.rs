@@ -6,7 +6,7 @@ use retention_sim::model::RunSpec;
 use retention_sim::search::{ExploreConfig, explore};
 use retention_sim::{Sim, check};
 
-/// 600 swarm seeds reach all 54 probes on this tree.
+/// 600 swarm seeds reach all 55 probes on this tree.
 #[test]
 fn a_standard_sweep_reaches_every_probe() {
     let config = ExploreConfig {

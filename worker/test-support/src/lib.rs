@@ -3,12 +3,16 @@
 //! 127.0.0.1, stopped and deleted on drop), and [`Proxy`] (`proxy.rs`), a
 //! loopback TCP proxy a test can partition, and [`MeteredProxy`]
 //! (`meter.rs`), which delays the server's bytes and counts the protocol's
-//! messages. Tests that need a database start
+//! messages, and can be cut off from the server for a while ([`Cut`],
+//! `cut.rs`, the rule the simulator's kernel shares). Tests that need a
+//! database start
 //! their own; none is skipped because the server binaries are missing.
 
+mod cut;
 mod meter;
 mod proxy;
 
+pub use cut::{Cut, MAX_RTO_MS, SEGMENT_FIRST_RTO_MS, SYN_FIRST_RTO_MS, held_until_heal_ms};
 pub use meter::{MeteredProxy, Traffic};
 pub use proxy::Proxy;
 

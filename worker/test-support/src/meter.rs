@@ -10,6 +10,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::cut::{Cut, SEGMENT_FIRST_RTO_MS, SYN_FIRST_RTO_MS};
+
 /// What crossed the proxy so far; compare two readings around a call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Traffic {
@@ -45,9 +47,11 @@ impl std::ops::Sub for Traffic {
 
 /// A running metered proxy to `127.0.0.1:target_port`; its threads live as
 /// long as the test process.
+#[derive(Clone)]
 pub struct MeteredProxy {
     port: u16,
     traffic: Arc<Mutex<Traffic>>,
+    cut: Cut,
 }
 
 impl MeteredProxy {
@@ -57,29 +61,21 @@ impl MeteredProxy {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
         let port = listener.local_addr().expect("proxy address").port();
         let traffic = Arc::new(Mutex::new(Traffic::default()));
-        let counts = traffic.clone();
+        let (counts, cut) = (traffic.clone(), Cut::default());
+        let link = cut.clone();
         thread::spawn(move || {
             for client in listener.incoming().flatten() {
                 counts.lock().expect("traffic").connections += 1;
-                let Ok(server) = TcpStream::connect(("127.0.0.1", target_port)) else {
-                    continue;
+                let link = Link {
+                    meter: counts.clone(),
+                    cut: link.clone(),
+                    up: Delay::None,
+                    down: Delay::Fixed(reply_delay),
                 };
-                let _ = (client.set_nodelay(true), server.set_nodelay(true));
-                let (c, s) = (clone(&client), clone(&server));
-                let meter = counts.clone();
-                thread::spawn(move || forward(c, s, Reader::frontend(meter), Delay::None));
-                let meter = counts.clone();
-                thread::spawn(move || {
-                    forward(
-                        server,
-                        client,
-                        Reader::backend(meter),
-                        Delay::Fixed(reply_delay),
-                    )
-                });
+                link.open(client, target_port);
             }
         });
-        Self { port, traffic }
+        Self { port, traffic, cut }
     }
 
     /// Listens on a free loopback port; every chunk, either way, reaches
@@ -91,27 +87,31 @@ impl MeteredProxy {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
         let port = listener.local_addr().expect("proxy address").port();
         let traffic = Arc::new(Mutex::new(Traffic::default()));
-        let counts = traffic.clone();
+        let (counts, cut) = (traffic.clone(), Cut::default());
+        let link = cut.clone();
         thread::spawn(move || {
             for (n, client) in listener.incoming().flatten().enumerate() {
                 counts.lock().expect("traffic").connections += 1;
-                let Ok(server) = TcpStream::connect(("127.0.0.1", target_port)) else {
-                    continue;
-                };
-                let _ = (client.set_nodelay(true), server.set_nodelay(true));
-                let (c, s) = (clone(&client), clone(&server));
                 let stream = seed ^ (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                let (up, down) = (
-                    Delay::uniform(min_ms, max_ms, stream),
-                    Delay::uniform(min_ms, max_ms, !stream),
-                );
-                let meter = counts.clone();
-                thread::spawn(move || forward(c, s, Reader::frontend(meter), up));
-                let meter = counts.clone();
-                thread::spawn(move || forward(server, client, Reader::backend(meter), down));
+                let link = Link {
+                    meter: counts.clone(),
+                    cut: link.clone(),
+                    up: Delay::uniform(min_ms, max_ms, stream),
+                    down: Delay::uniform(min_ms, max_ms, !stream),
+                };
+                link.open(client, target_port);
             }
         });
-        Self { port, traffic }
+        Self { port, traffic, cut }
+    }
+
+    /// Cuts the clients off from the server from now for `for_ms`: bytes
+    /// either way are held as TCP's retransmissions would hold them
+    /// ([`Cut`]), and a connection opened meanwhile reaches the server
+    /// only when its SYN would have, or never if its client gave up first.
+    /// Neither side sees the other close.
+    pub fn cut(&self, for_ms: u64) {
+        self.cut.start(for_ms);
     }
 
     /// The port clients connect to instead of the server's.
@@ -127,6 +127,81 @@ impl MeteredProxy {
 
 fn clone(stream: &TcpStream) -> TcpStream {
     stream.try_clone().expect("clone a socket")
+}
+
+/// One client connection's way to the server: its meter, the cut it
+/// crosses and each direction's delay.
+struct Link {
+    meter: Arc<Mutex<Traffic>>,
+    cut: Cut,
+    up: Delay,
+    down: Delay,
+}
+
+impl Link {
+    /// Connects `client` to the server and forwards both ways, each on a
+    /// thread of its own. Inside a cut, the connection waits on a thread
+    /// for its handshake to get through, as a SYN would.
+    fn open(self, client: TcpStream, target_port: u16) {
+        let handshake_ms = self.cut.held_ms(Instant::now(), SYN_FIRST_RTO_MS);
+        if handshake_ms == 0 {
+            self.forward(client, Vec::new(), target_port);
+            return;
+        }
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(handshake_ms));
+            // What the client wrote meanwhile (a real client could not
+            // have: its connect had not returned) goes first; a client
+            // that closed meanwhile had given up, and nothing reaches the
+            // server.
+            if let Some(early) = unread_unless_closed(&client) {
+                self.forward(client, early, target_port);
+            }
+        });
+    }
+
+    fn forward(self, client: TcpStream, early: Vec<u8>, target_port: u16) {
+        let Ok(server) = TcpStream::connect(("127.0.0.1", target_port)) else {
+            return;
+        };
+        let _ = (client.set_nodelay(true), server.set_nodelay(true));
+        let (c, s) = (clone(&client), clone(&server));
+        let Link {
+            meter,
+            cut,
+            up,
+            down,
+        } = self;
+        let (up_meter, up_cut) = (meter.clone(), cut.clone());
+        thread::spawn(move || forward(c, s, early, Reader::frontend(up_meter), up, up_cut));
+        thread::spawn(move || {
+            forward(
+                server,
+                client,
+                Vec::new(),
+                Reader::backend(meter),
+                down,
+                cut,
+            )
+        });
+    }
+}
+
+/// What `client` sent and nobody read yet, or `None` if it has closed.
+fn unread_unless_closed(client: &TcpStream) -> Option<Vec<u8>> {
+    client.set_nonblocking(true).ok()?;
+    let mut unread = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    let open = loop {
+        match (&*client).read(&mut buf) {
+            Ok(0) => break false,
+            Ok(n) => unread.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break true,
+            Err(_) => break false,
+        }
+    };
+    client.set_nonblocking(false).ok()?;
+    open.then_some(unread)
 }
 
 /// How long each chunk waits in the proxy.
@@ -171,10 +246,18 @@ impl Delay {
     }
 }
 
-/// Copies `from` to `to`, metering what passes; with a delay, a writer
-/// thread sends each chunk once its time has come, never before the chunk
-/// ahead of it (TCP keeps order).
-fn forward(mut from: TcpStream, to: TcpStream, mut reader: Reader, mut delay: Delay) {
+/// Copies `early` and then `from` to `to`, metering what passes; with a
+/// delay, a writer thread sends each chunk once its time has come, never
+/// before the chunk ahead of it (TCP keeps order); a chunk read inside a
+/// cut waits for the heal as its retransmissions would.
+fn forward(
+    mut from: TcpStream,
+    to: TcpStream,
+    early: Vec<u8>,
+    mut reader: Reader,
+    mut delay: Delay,
+    cut: Cut,
+) {
     let queue = Arc::new((
         Mutex::new(VecDeque::<(Instant, Vec<u8>)>::new()),
         Condvar::new(),
@@ -203,18 +286,25 @@ fn forward(mut from: TcpStream, to: TcpStream, mut reader: Reader, mut delay: De
     };
     let mut buf = [0u8; 16 * 1024];
     let mut last_due = Instant::now();
+    let mut early = Some(early).filter(|bytes| !bytes.is_empty());
     loop {
-        let n = from.read(&mut buf).unwrap_or(0);
-        reader.feed(&buf[..n]);
-        let due = (Instant::now() + delay.next()).max(last_due);
+        let chunk = match early.take() {
+            Some(bytes) => bytes,
+            None => {
+                let n = from.read(&mut buf).unwrap_or(0);
+                buf[..n].to_vec()
+            }
+        };
+        reader.feed(&chunk);
+        let now = Instant::now();
+        let held = Duration::from_millis(cut.held_ms(now, SEGMENT_FIRST_RTO_MS));
+        let due = (now + delay.next() + held).max(last_due);
         last_due = due;
+        let end = chunk.is_empty();
         let (chunks, ready) = &*queue;
-        chunks
-            .lock()
-            .expect("chunks")
-            .push_back((due, buf[..n].to_vec()));
+        chunks.lock().expect("chunks").push_back((due, chunk));
         ready.notify_one();
-        if n == 0 {
+        if end {
             break;
         }
     }

@@ -174,6 +174,11 @@ pub struct RunArgs {
     /// a failover to a host whose clock differs: `AT_MS:DELTA`.
     #[arg(long, value_name = "AT:DELTA", allow_hyphen_values = true)]
     pub db_clock_step: Vec<String>,
+    /// Cuts replica R off from the database at AT_MS for FOR_MS (packets
+    /// dropped both ways; TCP delivers what was sent after the heal):
+    /// `R:AT_MS:FOR_MS`.
+    #[arg(long, value_name = "R:AT:FOR")]
+    pub partition: Vec<String>,
     /// Each commit that wrote something takes MIN..=MAX ms to be durable
     /// (flush and synchronous standby): `MIN:MAX` (default 0:0).
     #[arg(long, value_name = "MIN:MAX")]
@@ -296,8 +301,8 @@ pub struct TakeoverArgs {
     /// (about 12 s); 0 measures the simulator only.
     #[arg(long, default_value_t = 10)]
     pub real_runs: u64,
-    /// The stories to measure (default: all three).
-    #[arg(long, value_parser = PossibleValuesParser::new(["frozen", "crashed", "clock-stepped"]))]
+    /// The stories to measure (default: all four).
+    #[arg(long, value_parser = PossibleValuesParser::new(["frozen", "partitioned", "crashed", "clock-stepped"]))]
     pub story: Vec<String>,
     /// The first run's seed; run k has seed start + k.
     #[arg(long, default_value_t = 1)]
@@ -395,6 +400,7 @@ pub fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
         &args.clock_step,
         &args.clock_rate,
         &args.db_clock_step,
+        &args.partition,
     ]) {
         for text in texts {
             spec.events.push(flag.parse(text)?);

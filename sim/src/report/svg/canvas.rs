@@ -14,7 +14,7 @@ text{font-family:DejaVu Sans,Arial,Helvetica,sans-serif;font-size:10px;fill:#222
 .ambiguous{stroke:#d01010;fill:#d01010}.timedout{stroke:#d01010;fill:#d01010;stroke-dasharray:3 2}\
 .open{stroke:#555;fill:#555;stroke-dasharray:1 2}\
 .call{stroke-width:1.6;fill:none}\
-.pause{fill:#999;opacity:0.25}.crash{fill:#d01010;opacity:0.15}\
+.pause{fill:#999;opacity:0.25}.crash{fill:#d01010;opacity:0.15}.cut{fill:#0a7d8c;opacity:0.15}\
 .held{fill:#e08000;opacity:0.2}.wait{stroke:#e08000;stroke-width:1;stroke-dasharray:2 2;fill:none}\
 .uncommitted{fill:none;stroke:#e08000;stroke-width:0.8;stroke-dasharray:3 2}\
 .stale{fill:#8a2be2}.life{fill:#4a7fc0;opacity:0.35;stroke:#fff;stroke-width:1}.failing{fill:#d01010}\

@@ -127,7 +127,7 @@ pub fn draw(canvas: &mut Canvas, history: &History, scale: &Scale, layout: &Layo
     );
 }
 
-/// Pauses and crashes, shaded over the whole lane.
+/// Pauses, cuts from the database and crashes, shaded over the whole lane.
 fn spans(canvas: &mut Canvas, history: &History, scale: &Scale, layout: &Layout, end_ms: i64) {
     let mut down: BTreeMap<u32, (i64, usize)> = BTreeMap::new();
     for (seq, event) in history.events.iter().enumerate() {
@@ -136,13 +136,17 @@ fn spans(canvas: &mut Canvas, history: &History, scale: &Scale, layout: &Layout,
         };
         let y = layout.replica(n);
         match &event.kind {
-            EventKind::Paused { for_ms } => {
+            EventKind::Paused { for_ms } | EventKind::Partitioned { for_ms } => {
                 let until = event
                     .at_ms
                     .saturating_add(i64::try_from(*for_ms).unwrap_or(i64::MAX));
                 let (x0, x1) = (scale.x(event.at_ms), scale.x(until.min(end_ms)));
                 let title = history.timeline_line(seq);
-                canvas.rect((x0, y, x1 - x0, REPLICA_LANE), "pause", Some(&title));
+                let class = match event.kind {
+                    EventKind::Paused { .. } => "pause",
+                    _ => "cut",
+                };
+                canvas.rect((x0, y, x1 - x0, REPLICA_LANE), class, Some(&title));
             }
             EventKind::Crashed => {
                 down.insert(n, (event.at_ms, seq));

@@ -48,6 +48,9 @@ pub fn draw(canvas: &mut Canvas, y: f64) {
     canvas.rect((x, y + 3.0, 22.0, 10.0), "crash", None);
     canvas.text(x + 26.0, y + 12.0, "small", "crashed");
     x += 74.0;
+    canvas.rect((x, y + 3.0, 22.0, 10.0), "cut", None);
+    canvas.text(x + 26.0, y + 12.0, "small", "cut off");
+    x += 72.0;
     canvas.path(&format!("M{},{}l-4,-6h8z", x + 4.0, y + 11.0), "stop", None);
     canvas.text(x + 12.0, y + 12.0, "small", "stop() called / resolved");
     x += 130.0;
