@@ -131,22 +131,24 @@ pub async fn audit(
     audit
 }
 
+/// What the delete trigger's log line starts with.
+pub const DELETE_LOG_TAG: &str = "real-mode delete:";
+
 /// How many delete work times a run's plan table holds; statements past
 /// it draw from PostgreSQL's `random()` instead.
 const WORK_PLAN_LEN: usize = 4_096;
 
 /// Makes every `DELETE` of the records spend a time in `db_batch_ms`
-/// inside the statement (a statement-level trigger that sleeps), as the
-/// simulator's database does: the fence's lock is held meanwhile, and
-/// `statement_timeout` counts it. The times are the simulator's own draws
-/// for the plan, taken in the order statements reach the server (a
-/// sequence, which a rolled-back statement also advances, as the
-/// simulator draws when a statement arrives).
+/// inside the statement, with its rows locked (triggers that sleep before
+/// the first row goes), as the simulator's database does: the fence's lock
+/// is held meanwhile, and `statement_timeout` counts it. The times are the
+/// simulator's own draws for the plan, taken in the order statements reach
+/// the server (a sequence, which a rolled-back statement also advances, as
+/// the simulator draws when a statement arrives). Before it works, the
+/// trigger logs how many rows the statement locked and its transaction
+/// (`server_log.rs` reads it back).
 pub async fn set_delete_work(pool: &Pool, spec: &RunSpec) {
     let (min_ms, max_ms) = (spec.db_batch_ms_min, spec.db_batch_ms_max);
-    if max_ms == 0 {
-        return;
-    }
     let mut draws = ChaCha8Rng::seed_from_u64(spec.db_work_seed());
     let plan: Vec<i64> = (0..WORK_PLAN_LEN)
         .map(|_| i64::try_from(draws.gen_range(min_ms..=max_ms)).unwrap_or(i64::MAX))
@@ -154,18 +156,48 @@ pub async fn set_delete_work(pool: &Pool, spec: &RunSpec) {
     let sql = format!(
         "CREATE TABLE real_mode_work_plan (n bigint PRIMARY KEY, ms bigint NOT NULL);
          CREATE SEQUENCE real_mode_work_seq;
-         CREATE FUNCTION real_mode_work() RETURNS trigger LANGUAGE plpgsql AS $$
+         -- Each statement draws its work time as it starts (nextval once:
+         -- in a WHERE it would advance for every row), kept for the
+         -- transaction until spent.
+         CREATE FUNCTION real_mode_plan_work() RETURNS trigger LANGUAGE plpgsql AS $$
          DECLARE
              turn bigint := nextval('real_mode_work_seq');
              planned bigint;
          BEGIN
-             -- nextval once: in a WHERE it would advance for every row.
              SELECT ms INTO planned FROM real_mode_work_plan WHERE n = turn;
-             PERFORM pg_sleep(coalesce(planned,
-                 {min_ms} + floor(random() * ({max_ms} - {min_ms} + 1))) / 1000.0);
+             PERFORM set_config('real_mode.work_ms', coalesce(planned,
+                 {min_ms} + floor(random() * ({max_ms} - {min_ms} + 1)))::text, true);
              RETURN NULL;
          END $$;
+         -- Spent before the first row goes, once the statement's subquery
+         -- has locked all its rows (logged, with the transaction), so that
+         -- the rows stay locked while it works and each row's clock reading
+         -- comes after the work, as in the simulator; or at the end, for a
+         -- statement that deleted nothing.
+         CREATE FUNCTION real_mode_work() RETURNS trigger LANGUAGE plpgsql AS $$
+         DECLARE
+             work_ms text := current_setting('real_mode.work_ms', true);
+         BEGIN
+             IF coalesce(work_ms, '') <> '' THEN
+                 PERFORM set_config('real_mode.work_ms', '', true);
+                 IF TG_LEVEL = 'ROW' THEN
+                     RAISE LOG '{DELETE_LOG_TAG} % rows in transaction %',
+                         (SELECT count(*) FROM retention_records
+                          WHERE xmax::text = (txid_current() % 4294967296)::text),
+                         txid_current();
+                 END IF;
+                 PERFORM pg_sleep(work_ms::bigint / 1000.0);
+             END IF;
+             IF TG_LEVEL = 'ROW' THEN
+                 RETURN OLD;
+             END IF;
+             RETURN NULL;
+         END $$;
+         CREATE TRIGGER real_mode_plan_work BEFORE DELETE ON retention_records
+             FOR EACH STATEMENT EXECUTE FUNCTION real_mode_plan_work();
          CREATE TRIGGER real_mode_work BEFORE DELETE ON retention_records
+             FOR EACH ROW EXECUTE FUNCTION real_mode_work();
+         CREATE TRIGGER real_mode_work_done AFTER DELETE ON retention_records
              FOR EACH STATEMENT EXECUTE FUNCTION real_mode_work();"
     );
     let client = pool.get().await.expect("a connection");

@@ -12,7 +12,9 @@
 //! steps its clock, `db_clock` makes the database's clock steppable and
 //! audits every row deleted, `port` is a replica's faulty, recording view
 //! of the adapters, `replica` a replica's lifecycle (start, kill, pause,
-//! stop).
+//! stop), `run` one plan from start to history, and `server_log` what the
+//! server did on its own (bounds, cancels, rollbacks, lock waits), read
+//! back from its log.
 //!
 //! [`History`]: crate::History
 
@@ -22,3 +24,4 @@ pub mod log;
 pub mod port;
 pub mod replica;
 pub mod run;
+pub mod server_log;

@@ -16,6 +16,7 @@ use super::db_clock;
 use super::gate::InFlight;
 use super::log::{Log, wall_us};
 use super::replica::{Replica, Shared};
+use super::server_log;
 use crate::model::{Actor, Event, EventKind, FaultEvent, Flaw, History, RunSpec};
 
 /// The delay of each message between a worker and the server, either
@@ -134,13 +135,14 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
     // microseconds, and cut off when the plan says.
     let networks: Vec<MeteredProxy> = (1..=replicas)
         .map(|index| {
-            let seed = spec.seed ^ u64::from(index).wrapping_mul(0xA24B_AED4_963E_E407);
+            // Replica 1's network draws what the single proxy drew before.
+            let seed = spec.seed ^ u64::from(index - 1).wrapping_mul(0xA24B_AED4_963E_E407);
             MeteredProxy::with_latency(server.port(), NETWORK_MS_MIN, NETWORK_MS_MAX, seed)
         })
         .collect();
     let workers_pool = |index: u32| {
         let network = &networks[index as usize - 1];
-        server.pool_via(network.port(), name, 3, &options)
+        server.pool_via(network.port(), name, &format!("r{index}"), 3, &options)
     };
     let shared = Shared {
         log: log.clone(),
@@ -234,7 +236,48 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
     shared.in_flight.drained().await;
     arrivals_done.store(true, Ordering::SeqCst);
     let arrived = inserter.await.expect("the inserter panicked");
-    finish(spec, &pool, &log, skews_ms, initial_rows, &arrived).await
+    let mut run = finish(spec, &pool, &log, skews_ms, initial_rows, &arrived).await;
+    add_server_events(server, name, spec, &pool, &log, &mut run.history).await;
+    run
+}
+
+/// Adds to `history` what the server did on its own during the run, as
+/// its log tells it, each event in its place in time (the `Final` event
+/// stays last).
+async fn add_server_events(
+    server: &TempServer,
+    name: &str,
+    spec: &RunSpec,
+    pool: &Pool,
+    log: &Log,
+    history: &mut History,
+) {
+    let text = std::fs::read_to_string(server.log_path()).unwrap_or_default();
+    let entries = server_log::parse(&text);
+    let txns = server_log::delete_transactions(&entries);
+    let client = pool.get().await.expect("a connection");
+    let rolled_back: Vec<i64> = client
+        .query(
+            "SELECT x FROM unnest($1::bigint[]) AS t(x) WHERE txid_status(x) = 'aborted'",
+            &[&txns],
+        )
+        .await
+        .expect("ask which deletes committed")
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let fin = history.events.pop().expect("the final event");
+    let found = server_log::server_events(
+        &entries,
+        name,
+        log.epoch_ms,
+        &history.events,
+        spec,
+        &rolled_back,
+    );
+    history.events.extend(found);
+    history.events.sort_by_key(|event| event.at_ms);
+    history.events.push(fin);
 }
 
 async fn sleep_until(log: &Log, at_ms: u64) {
@@ -270,7 +313,13 @@ impl Strike {
                 for_ms,
             } => {
                 sleep_until(&self.log, at_ms).await;
+                // The adapters' tasks run on: what they would read or send
+                // waits in the replica's network, as in a frozen process's
+                // kernel, until the thaw.
+                let network = &self.networks[index as usize - 1];
+                network.freeze();
                 replica(index).pause(for_ms).await;
+                network.thaw();
             }
             FaultEvent::Partition {
                 replica: index,
@@ -292,6 +341,10 @@ impl Strike {
                 sleep_until(&self.log, at_ms).await;
                 let victim = replica(index);
                 let _alone = victim.lifecycle.lock().await;
+                // A dead process's sockets close after what they had sent:
+                // no COMMIT or ROLLBACK of its follows, and the server rolls
+                // back its open transaction, as the simulator's kernel does.
+                self.networks[index as usize - 1].sever();
                 victim.kill().await;
                 tokio::time::sleep(Duration::from_millis(restart_after_ms)).await;
                 victim.record_restart();

@@ -43,6 +43,14 @@ pub struct Expect {
     /// run must violate when that variant replaces the worker.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub flaws: BTreeMap<String, Vec<String>>,
+    /// `shows` texts a run against PostgreSQL (`sim scenario --real`) may
+    /// miss, for the reason `real_why`: an instant or a call number that
+    /// real timing moves. The simulated run must still show them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub real_may_miss: Vec<String>,
+    /// Why the real run may miss `real_may_miss`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub real_why: String,
 }
 
 /// A scenario file that cannot be used, and where the problem is.
@@ -185,6 +193,31 @@ impl Scenario {
                 "name at least one clause the scenario exercises".into(),
             ));
         }
+        let expect = &self.expect;
+        if let Some(index) = (expect.real_may_miss.iter()).position(|t| !expect.shows.contains(t)) {
+            return Err((
+                format!("expect.real_may_miss[{index}]"),
+                format!("{:?} is not in expect.shows", expect.real_may_miss[index]),
+            ));
+        }
+        match (
+            expect.real_may_miss.is_empty(),
+            expect.real_why.trim().is_empty(),
+        ) {
+            (false, true) => {
+                return Err((
+                    "expect.real_may_miss".into(),
+                    "say in expect.real_why why a real run may miss these".into(),
+                ));
+            }
+            (true, false) => {
+                return Err((
+                    "expect.real_why".into(),
+                    "explains nothing: expect.real_may_miss is empty".into(),
+                ));
+            }
+            _ => {}
+        }
         self.run
             .validate()
             .map_err(|error| (format!("run.{}", error.field), error.problem))?;
@@ -231,6 +264,27 @@ impl Scenario {
         } else {
             Err(problems.join("\n"))
         }
+    }
+
+    /// As [`Scenario::judge`], for a run against PostgreSQL: the texts of
+    /// `expect.real_may_miss` it did not show are no problem, and are
+    /// returned.
+    pub fn judge_real(&self, verdict: &Verdict, timeline: &str) -> Result<Vec<String>, String> {
+        let excused: Vec<String> = (self.expect.real_may_miss.iter())
+            .filter(|text| !timeline.contains(text.as_str()))
+            .cloned()
+            .collect();
+        let strict = Scenario {
+            expect: Expect {
+                shows: (self.expect.shows.iter())
+                    .filter(|text| !excused.contains(text))
+                    .cloned()
+                    .collect(),
+                ..self.expect.clone()
+            },
+            ..self.clone()
+        };
+        strict.judge(verdict, timeline).map(|()| excused)
     }
 
     /// Whether `verdict`, from this scenario's run with `flaw`'s variant,

@@ -112,7 +112,10 @@ fn a_scenario_run_against_postgresql_reports_its_verdict_and_a_tally() {
         "{stdout}"
     );
     assert!(
-        stdout.ends_with("1 as expected against PostgreSQL, 0 not, 0 skipped\n"),
+        stdout.ends_with(
+            "1 as expected against PostgreSQL, 0 not, 0 not staged \
+             (a fault real mode cannot apply), 0 skipped\n"
+        ),
         "{stdout}"
     );
 }

@@ -232,6 +232,42 @@ fn bad_files_are_refused_naming_file_line_and_field() {
 }
 
 #[test]
+fn texts_a_real_run_may_miss_are_shown_ones_with_a_reason() {
+    let expect = |lines: &str| format!("{GOOD}\n[expect]\nshows = [\"stop called\"]\n{lines}");
+    let cases = [
+        (
+            expect("real_may_miss = [\"stop resolved\"]\nreal_why = \"timing\"\n"),
+            "scenarios/bad.toml:18: expect.real_may_miss[0]: \"stop resolved\" is not in expect.shows",
+        ),
+        (
+            expect("real_may_miss = [\"stop called\"]\n"),
+            "scenarios/bad.toml:18: expect.real_may_miss: say in expect.real_why why a real run may miss these",
+        ),
+        (
+            expect("real_why = \"timing\"\n"),
+            "scenarios/bad.toml:18: expect.real_why: explains nothing: expect.real_may_miss is empty",
+        ),
+    ];
+    for (text, expected) in cases {
+        let error = refusal(&text);
+        assert!(
+            error.starts_with(expected),
+            "got:\n{error}\nexpected it to start with:\n{expected}"
+        );
+    }
+    let text = expect("real_may_miss = [\"stop called\"]\nreal_why = \"timing\"\n");
+    let scenario = Scenario::parse(Path::new("scenarios/bad.toml"), &text).unwrap();
+    let verdict = check(&Sim::new(&scenario.run).run().unwrap());
+    // The real judgement excuses the listed text; the simulated one does not.
+    assert_eq!(
+        scenario.judge_real(&verdict, "no such text"),
+        Ok(vec!["stop called".to_owned()])
+    );
+    assert!(scenario.judge(&verdict, "no such text").is_err());
+    assert_eq!(scenario.judge_real(&verdict, "stop called"), Ok(vec![]));
+}
+
+#[test]
 fn a_scenario_survives_its_toml_form() {
     for scenario in load_all().into_iter().take(5) {
         let text = scenario.to_toml("saved\nby a test");

@@ -23,6 +23,18 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use retention_worker::pg::{PgOptions, Pool, connect_pool, migrate};
 
+/// What every throwaway server logs, and how: each line starts
+/// `EPOCH_MS|PID|SQLSTATE|DATABASE|APPLICATION|`; connections and their
+/// ends are logged, and a lock wait once it passes `deadlock_timeout`
+/// (10 ms here, so that short waits show).
+pub const SERVER_LOG_SETTINGS: &str = "
+log_line_prefix = '%n|%p|%e|%d|%a|'
+log_connections = on
+log_disconnections = on
+log_lock_waits = on
+deadlock_timeout = '10ms'
+";
+
 const INSTALL_HINT: &str = "install the server with `apt-get install -y postgresql` \
      (Debian/Ubuntu; .ci/run does this), or set PG_BIN_DIR to the folder holding \
      initdb, pg_ctl and postgres";
@@ -104,6 +116,17 @@ impl TempServer {
                 "-N",
             ],
         );
+        // Each log line says when (Unix epoch, ms), which backend, the
+        // SQLSTATE, the database and the client's application name, so a
+        // test can read what the server did on its own (real mode's
+        // server events). Written to the file, not the command line: `-o`
+        // goes through a shell.
+        let mut conf = std::fs::OpenOptions::new()
+            .append(true)
+            .open(data.join("postgresql.conf"))
+            .map_err(|e| format!("open postgresql.conf: {e}"))?;
+        std::io::Write::write_all(&mut conf, SERVER_LOG_SETTINGS.as_bytes())
+            .map_err(|e| format!("write postgresql.conf: {e}"))?;
         // A free port can be taken between our probe and the server's bind:
         // try a few.
         let mut last_error = String::new();
@@ -142,6 +165,11 @@ impl TempServer {
         Err(format!("PostgreSQL did not start: {last_error}"))
     }
 
+    /// The server's log ([`SERVER_LOG_SETTINGS`] says its format).
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.join("server.log")
+    }
+
     /// The server's port on 127.0.0.1.
     pub fn port(&self) -> u16 {
         self.port
@@ -171,9 +199,17 @@ impl TempServer {
     }
 
     /// As [`TempServer::pool`], through a proxy listening on loopback
-    /// `port` that forwards to this server.
-    pub fn pool_via(&self, port: u16, name: &str, pool_size: usize, options: &PgOptions) -> Pool {
-        let url = format!("postgres://postgres@127.0.0.1:{port}/{name}");
+    /// `port` that forwards to this server, its sessions named `client` in
+    /// the server's log (`application_name`).
+    pub fn pool_via(
+        &self,
+        port: u16,
+        name: &str,
+        client: &str,
+        pool_size: usize,
+        options: &PgOptions,
+    ) -> Pool {
+        let url = format!("postgres://postgres@127.0.0.1:{port}/{name}?application_name={client}");
         connect_pool(&url, pool_size, options).expect("pool")
     }
 

@@ -52,6 +52,9 @@ pub struct MeteredProxy {
     port: u16,
     traffic: Arc<Mutex<Traffic>>,
     cut: Cut,
+    freeze: Freeze,
+    /// The proxy's end of each client connection forwarded so far.
+    clients: Arc<Mutex<Vec<TcpStream>>>,
 }
 
 impl MeteredProxy {
@@ -62,20 +65,31 @@ impl MeteredProxy {
         let port = listener.local_addr().expect("proxy address").port();
         let traffic = Arc::new(Mutex::new(Traffic::default()));
         let (counts, cut) = (traffic.clone(), Cut::default());
-        let link = cut.clone();
+        let clients = Arc::new(Mutex::new(Vec::new()));
+        let (link, open) = (cut.clone(), clients.clone());
+        let freeze = Freeze::default();
+        let frozen = freeze.clone();
         thread::spawn(move || {
             for client in listener.incoming().flatten() {
                 counts.lock().expect("traffic").connections += 1;
                 let link = Link {
                     meter: counts.clone(),
                     cut: link.clone(),
+                    freeze: frozen.clone(),
+                    clients: open.clone(),
                     up: Delay::None,
                     down: Delay::Fixed(reply_delay),
                 };
                 link.open(client, target_port);
             }
         });
-        Self { port, traffic, cut }
+        Self {
+            port,
+            traffic,
+            cut,
+            freeze,
+            clients,
+        }
     }
 
     /// Listens on a free loopback port; every chunk, either way, reaches
@@ -88,7 +102,10 @@ impl MeteredProxy {
         let port = listener.local_addr().expect("proxy address").port();
         let traffic = Arc::new(Mutex::new(Traffic::default()));
         let (counts, cut) = (traffic.clone(), Cut::default());
-        let link = cut.clone();
+        let clients = Arc::new(Mutex::new(Vec::new()));
+        let (link, open) = (cut.clone(), clients.clone());
+        let freeze = Freeze::default();
+        let frozen = freeze.clone();
         thread::spawn(move || {
             for (n, client) in listener.incoming().flatten().enumerate() {
                 counts.lock().expect("traffic").connections += 1;
@@ -96,13 +113,21 @@ impl MeteredProxy {
                 let link = Link {
                     meter: counts.clone(),
                     cut: link.clone(),
+                    freeze: frozen.clone(),
+                    clients: open.clone(),
                     up: Delay::uniform(min_ms, max_ms, stream),
                     down: Delay::uniform(min_ms, max_ms, !stream),
                 };
                 link.open(client, target_port);
             }
         });
-        Self { port, traffic, cut }
+        Self {
+            port,
+            traffic,
+            cut,
+            freeze,
+            clients,
+        }
     }
 
     /// Cuts the clients off from the server from now for `for_ms`: bytes
@@ -112,6 +137,32 @@ impl MeteredProxy {
     /// Neither side sees the other close.
     pub fn cut(&self, for_ms: u64) {
         self.cut.start(for_ms);
+    }
+
+    /// Freezes the client's process, as SIGSTOP or a long GC pause would:
+    /// until [`MeteredProxy::thaw`] nothing the server sends reaches it
+    /// (its kernel buffers it; the process reads nothing), and what it
+    /// sends meanwhile waits for the thaw too.
+    pub fn freeze(&self) {
+        self.freeze.set(true);
+    }
+
+    /// Ends [`MeteredProxy::freeze`]: what was held goes, in order.
+    pub fn thaw(&self) {
+        self.freeze.set(false);
+    }
+
+    /// Closes every connection as the kernel closes a dead process's
+    /// sockets: what the proxy already took from a client still reaches
+    /// the server, then the server sees the connection end; nothing the
+    /// client sends afterwards gets through, and the client sees its
+    /// connection closed.
+    pub fn sever(&self) {
+        for client in self.clients.lock().expect("clients").drain(..) {
+            // Wakes the thread reading this client with an end of stream,
+            // which it passes on after the chunks queued ahead of it.
+            let _ = client.shutdown(Shutdown::Both);
+        }
     }
 
     /// The port clients connect to instead of the server's.
@@ -134,6 +185,8 @@ fn clone(stream: &TcpStream) -> TcpStream {
 struct Link {
     meter: Arc<Mutex<Traffic>>,
     cut: Cut,
+    freeze: Freeze,
+    clients: Arc<Mutex<Vec<TcpStream>>>,
     up: Delay,
     down: Delay,
 }
@@ -169,21 +222,52 @@ impl Link {
         let Link {
             meter,
             cut,
+            freeze,
+            clients,
             up,
             down,
         } = self;
-        let (up_meter, up_cut) = (meter.clone(), cut.clone());
-        thread::spawn(move || forward(c, s, early, Reader::frontend(up_meter), up, up_cut));
+        clients.lock().expect("clients").push(clone(&client));
+        let (up_meter, up_link) = (meter.clone(), (cut.clone(), freeze.clone()));
         thread::spawn(move || {
+            let ends = (c, s, Way::ToServer);
+            forward(ends, early, Reader::frontend(up_meter), up, up_link)
+        });
+        thread::spawn(move || {
+            let ends = (server, client, Way::ToClient);
             forward(
-                server,
-                client,
+                ends,
                 Vec::new(),
                 Reader::backend(meter),
                 down,
-                cut,
+                (cut, freeze),
             )
         });
+    }
+}
+
+/// Whether the client's process is frozen, shared by its connections'
+/// forwarding threads.
+#[derive(Clone, Default)]
+struct Freeze(Arc<(Mutex<bool>, Condvar)>);
+
+impl Freeze {
+    fn set(&self, frozen: bool) {
+        let (state, changed) = &*self.0;
+        *state.lock().expect("freeze") = frozen;
+        changed.notify_all();
+    }
+
+    fn is_frozen(&self) -> bool {
+        *self.0.0.lock().expect("freeze")
+    }
+
+    fn wait_for_thaw(&self) {
+        let (state, changed) = &*self.0;
+        let mut frozen = state.lock().expect("freeze");
+        while *frozen {
+            frozen = changed.wait(frozen).expect("freeze");
+        }
     }
 }
 
@@ -246,24 +330,34 @@ impl Delay {
     }
 }
 
+/// Which way a forwarding thread copies, and so what a freeze of the
+/// client's process holds: everything the client would read, and what the
+/// client sent while frozen (a real frozen process sends nothing; one
+/// whose timers still run in the test may).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Way {
+    ToServer,
+    ToClient,
+}
+
 /// Copies `early` and then `from` to `to`, metering what passes; with a
 /// delay, a writer thread sends each chunk once its time has come, never
 /// before the chunk ahead of it (TCP keeps order); a chunk read inside a
-/// cut waits for the heal as its retransmissions would.
+/// cut waits for the heal as its retransmissions would, and a freeze of
+/// the client holds what it applies to until the thaw.
 fn forward(
-    mut from: TcpStream,
-    to: TcpStream,
+    (mut from, to, way): (TcpStream, TcpStream, Way),
     early: Vec<u8>,
     mut reader: Reader,
     mut delay: Delay,
-    cut: Cut,
+    (cut, freeze): (Cut, Freeze),
 ) {
     let queue = Arc::new((
-        Mutex::new(VecDeque::<(Instant, Vec<u8>)>::new()),
+        Mutex::new(VecDeque::<(Instant, bool, Vec<u8>)>::new()),
         Condvar::new(),
     ));
     let writer = {
-        let (queue, mut to) = (queue.clone(), clone(&to));
+        let (queue, mut to, freeze) = (queue.clone(), clone(&to), freeze.clone());
         thread::spawn(move || {
             let (chunks, ready) = &*queue;
             loop {
@@ -271,13 +365,16 @@ fn forward(
                 while pending.is_empty() {
                     pending = ready.wait(pending).expect("chunks");
                 }
-                let (due, chunk) = pending.pop_front().expect("a chunk");
+                let (due, sent_frozen, chunk) = pending.pop_front().expect("a chunk");
                 drop(pending);
+                thread::sleep(due.saturating_duration_since(Instant::now()));
+                if way == Way::ToClient || sent_frozen {
+                    freeze.wait_for_thaw();
+                }
                 if chunk.is_empty() {
                     let _ = to.shutdown(Shutdown::Write);
                     return;
                 }
-                thread::sleep(due.saturating_duration_since(Instant::now()));
                 if to.write_all(&chunk).is_err() {
                     return;
                 }
@@ -302,7 +399,11 @@ fn forward(
         last_due = due;
         let end = chunk.is_empty();
         let (chunks, ready) = &*queue;
-        chunks.lock().expect("chunks").push_back((due, chunk));
+        let sent_frozen = freeze.is_frozen();
+        chunks
+            .lock()
+            .expect("chunks")
+            .push_back((due, sent_frozen, chunk));
         ready.notify_one();
         if end {
             break;

@@ -121,6 +121,10 @@ pub enum Command {
         /// PostgreSQL, and each `expect.shows` text the real run missed).
         #[arg(long, value_name = "FILE.md", requires = "real")]
         table: Option<std::path::PathBuf>,
+        /// With `--real`: also save each real run's history as
+        /// `DIR/NAME.jsonl` (DIR must exist; `--force` replaces files).
+        #[arg(long, value_name = "DIR", requires = "real")]
+        out: Option<std::path::PathBuf>,
     },
 }
 

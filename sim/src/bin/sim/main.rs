@@ -120,12 +120,14 @@ fn main() -> ExitCode {
             files,
             real: true,
             table,
+            out,
             force,
             ..
         } => {
             let inputs: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
             preflight(&inputs, &[("--table", table.as_deref())], force)
-                .and_then(|()| real::scenarios_real(&files, table.as_deref()))
+                .and_then(|()| real::histories_folder(out.as_deref(), &files, force))
+                .and_then(|()| real::scenarios_real(&files, table.as_deref(), out.as_deref()))
         }
         Command::Scenario {
             files,
