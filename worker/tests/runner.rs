@@ -57,6 +57,11 @@ fn sigterm_stops_after_the_term_settles_and_the_lease_is_released() {
     let output = child.wait_with_output().unwrap();
     let log = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "exit {}: {log}", output.status);
+    // A log file (stderr not a terminal) holds no terminal colour codes.
+    assert!(
+        !log.contains('\u{1b}'),
+        "colour codes in a log file:\n{log:?}"
+    );
     let shutdown = log.find("shutdown requested").expect(&log);
     let exiting = log.find("retention worker exiting").expect(&log);
     assert!(shutdown < exiting, "{log}");
@@ -110,4 +115,34 @@ fn the_database_password_is_never_printed() {
     let (status, error) = run(&url, &["--once"]);
     assert_eq!(status, Some(2), "{error}");
     assert!(error.contains("not a PostgreSQL URL"), "{error}");
+}
+
+/// A failed start whose error cannot be written (stderr on a full disk)
+/// still exits with its status, not a panic's 101.
+#[test]
+fn an_error_that_cannot_be_written_still_exits_with_its_status() {
+    let full = || {
+        Stdio::from(
+            std::fs::File::options()
+                .write(true)
+                .open("/dev/full")
+                .expect("/dev/full"),
+        )
+    };
+    for args in [
+        &["--batch-size", "x"][..],
+        &["--once", "--owner-id", "r1"][..],
+    ] {
+        let status = Command::new(env!("CARGO_BIN_EXE_retention-worker"))
+            .env(
+                "DATABASE_URL",
+                "postgres://app@127.0.0.1:1/prod?connect_timeout=2",
+            )
+            .args(args)
+            .stdout(full())
+            .stderr(full())
+            .status()
+            .expect("start retention-worker");
+        assert_eq!(status.code(), Some(2), "{args:?}");
+    }
 }

@@ -11,6 +11,7 @@ mod jsonl;
 pub(crate) mod names;
 mod obligations;
 mod ranges;
+mod semantics;
 mod spec;
 pub(crate) mod strict_json;
 mod term;

@@ -3,8 +3,12 @@
 //! that can make it, every actor and lease holder one the header has, terms
 //! that only grow, every reply answering exactly one earlier call, every
 //! service effect tied to a call that was made, every stop resolved after
-//! it was called. A damaged or hand-edited history is refused with the line
-//! of each problem, instead of passing (or being judged as a violation).
+//! it was called; and what would be impossible in any run (`semantics.rs`):
+//! a crashed process acting before its restart, a restart without a crash,
+//! a term that starts other than at an acquire, a transaction that ends
+//! twice, faults in a history whose header says it had none. A damaged or
+//! hand-edited history is refused with the line of each problem, instead
+//! of passing (or being judged as a violation that blames the worker).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,6 +17,8 @@ use super::history_rules::{
     actor_name, called, effect_ops, header_problems, kind_name, outcome_fits, service_lease,
     wrong_actor,
 };
+use super::names::OpKind;
+use super::semantics::Semantics;
 
 /// The latest instant an event may have: a year (the longest run is an hour;
 /// real-mode runs are shorter still).
@@ -36,9 +42,13 @@ pub(super) fn validate(history: &History, lines: &[usize]) -> Result<(), String>
     let mut terms: BTreeMap<u32, u32> = BTreeMap::new();
     let mut stopping: BTreeSet<(u32, u32)> = BTreeSet::new();
     let mut previous_ms = 0;
+    let mut semantics = Semantics::new(&history.header);
     for (seq, event) in history.events.iter().enumerate() {
         let line = lines[seq];
         let mut problem = |text: String| problems.push(format!("line {line}: {text}"));
+        for text in semantics.problems(event, line) {
+            problem(text);
+        }
         if event.at_ms > LONGEST_MS {
             problem(format!(
                 "at_ms {}: past a year, longer than any run",
@@ -72,9 +82,24 @@ pub(super) fn validate(history: &History, lines: &[usize]) -> Result<(), String>
             }
         }
         if let Actor::Replica(n) = event.actor {
-            let last = terms.entry(n).or_insert(event.term);
+            let last = terms.entry(n).or_insert(0);
+            let acquire = matches!(
+                &event.kind,
+                EventKind::Invoke { invocation, .. } if invocation.kind() == OpKind::Acquire
+            );
             if event.term < *last {
                 problem(format!("r{n}'s term {} after its term {last}", event.term));
+            } else if acquire && event.term != *last + 1 {
+                problem(format!(
+                    "r{n}'s acquire opens term {} after its term {last}: each acquire opens the next",
+                    event.term
+                ));
+            } else if !acquire && event.term > *last {
+                problem(format!(
+                    "r{n}'s term {} begins with a {}, not an acquire",
+                    event.term,
+                    kind_name(&event.kind)
+                ));
             }
             *last = (*last).max(event.term);
             match &event.kind {

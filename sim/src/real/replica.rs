@@ -38,8 +38,6 @@ pub struct Replica {
     /// Numbers its calls and terms.
     pub ledger: CallLedger,
     draws: FaultDraws,
-    faults_on: Arc<AtomicBool>,
-    forced_faults: bool,
     /// `(op, nth, callers)`: `callers` stop calls the moment this replica
     /// issues its `nth` call of `op`.
     stop_triggers: Vec<(OpKind, u32, u32)>,
@@ -47,8 +45,6 @@ pub struct Replica {
     pub in_flight: Arc<InFlight>,
     /// `stop()` callers so far.
     pub stop_callers: AtomicU32,
-    /// Calls this replica has made, across restarts.
-    pub calls: AtomicU32,
     /// Processes started so far.
     incarnations: AtomicU32,
     /// How long a call waits for its answer before giving up (the
@@ -78,16 +74,11 @@ pub struct Replica {
 pub struct Shared {
     /// The run's log.
     pub log: Arc<Log>,
-    /// The knobs every replica draws from, while `faults_on`.
+    /// The knobs every replica draws from.
     pub faults: FaultConfig,
     /// The plan's timed events: its call faults strike through the draws,
     /// its stops during a call through the ports.
     pub events: Vec<FaultEvent>,
-    /// Every replica's 5th call refused and 9th reply lost, whatever the
-    /// draws say (the real-mode test, so that each run has both).
-    pub forced_faults: bool,
-    /// Off for the drain phase: calls draw as before, and meet nothing.
-    pub faults_on: Arc<AtomicBool>,
     /// The worker's renewal interval, which the renewal reply delays use.
     pub renew_interval_ms: u64,
     /// Numbers calls across replicas.
@@ -122,8 +113,6 @@ impl Replica {
                 index,
                 &shared.events,
             ),
-            faults_on: shared.faults_on.clone(),
-            forced_faults: shared.forced_faults,
             stop_triggers: shared
                 .events
                 .iter()
@@ -139,7 +128,6 @@ impl Replica {
                 .collect(),
             in_flight: shared.in_flight.clone(),
             stop_callers: AtomicU32::new(0),
-            calls: AtomicU32::new(0),
             incarnations: AtomicU32::new(0),
             call_timeout_ms: shared.call_timeout_ms,
             gate: Mutex::new(Gate::new()),
@@ -307,25 +295,9 @@ impl Replica {
         }
     }
 
-    /// This call's faults: drawn, except that every replica's 5th call is
-    /// rejected and its 9th loses its reply, so each run has both whatever
-    /// the draws say.
+    /// This call's faults, as the simulator draws them for it.
     pub fn draw(&self, ticket: &CallTicket) -> CallFaults {
-        let nth = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-        // Drawn even with faults off, so the drain leaves the sequence as is.
-        let mut drawn = self.draws.draw(ticket.op, ticket.nth);
-        if !self.faults_on.load(Ordering::SeqCst) {
-            return CallFaults::default();
-        }
-        if !self.forced_faults {
-            return drawn;
-        }
-        match nth {
-            5 => (drawn.reject, drawn.ambiguous, drawn.revoke) = (true, false, false),
-            9 => (drawn.reject, drawn.ambiguous) = (false, true),
-            _ => {}
-        }
-        drawn
+        self.draws.draw(ticket.op, ticket.nth)
     }
 
     /// Starts the stops the plan times to race this call (`stop_during`).

@@ -148,8 +148,6 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
         log: log.clone(),
         faults: spec.faults.clone(),
         events: spec.events.clone(),
-        forced_faults: false,
-        faults_on: Arc::new(AtomicBool::new(true)),
         renew_interval_ms: spec.worker.renew_interval_ms,
         next_call: Arc::new(AtomicU64::new(0)),
         in_flight: Arc::new(InFlight::default()),

@@ -221,10 +221,21 @@ pub fn server_events(
             let Some(call) = calls.latest(replica, op, at_ms(at_us)) else {
                 continue;
             };
+            // A lease statement waits behind a delete's transaction (its
+            // fence's share lock); a fence waits behind a lease statement
+            // that updated the row and has not yet committed.
+            let holding: &[OpKind] = match op {
+                OpKind::Delete => &[OpKind::Acquire, OpKind::Renew, OpKind::Release],
+                _ => &[OpKind::Delete],
+            };
             let behind = holders
                 .iter()
                 .filter_map(|pid| replica_of.get(pid))
-                .filter_map(|&r| calls.latest(r, OpKind::Delete, at_ms(at_us)))
+                .filter_map(|&r| {
+                    (holding.iter())
+                        .filter_map(|&held| calls.latest(r, held, at_ms(at_us)))
+                        .max()
+                })
                 .map(|(call, _)| call)
                 .collect();
             let kind = EventKind::LockWait {

@@ -11,6 +11,10 @@ use super::toml_location::{failing_event, field_at, line_of, offset_of};
 use crate::checker::{CLAUSES, Verdict};
 use crate::model::{Flaw, RunSpec};
 
+/// The most texts `expect.shows` may list: each is searched for in the
+/// whole timeline.
+pub const SHOWN_TEXTS_MAX: usize = 1_000;
+
 /// One scenario file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -165,11 +169,22 @@ impl Scenario {
                 "say what the scenario shows, for a reviewer".into(),
             ));
         }
+        if self.expect.shows.len() > SHOWN_TEXTS_MAX {
+            return Err((
+                format!("expect.shows[{SHOWN_TEXTS_MAX}]"),
+                format!(
+                    "{} texts: a scenario shows at most {SHOWN_TEXTS_MAX}",
+                    self.expect.shows.len()
+                ),
+            ));
+        }
         for (list, ids) in [
             ("clauses", &self.clauses),
             ("expect.violates", &self.expect.violates),
+            ("expect.shows", &self.expect.shows),
         ] {
-            if let Some(index) = (1..ids.len()).find(|&i| ids[..i].contains(&ids[i])) {
+            let mut seen = std::collections::BTreeSet::new();
+            if let Some(index) = ids.iter().position(|id| !seen.insert(id)) {
                 return Err((
                     format!("{list}[{index}]"),
                     format!("{:?} listed twice", ids[index]),

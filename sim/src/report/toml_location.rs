@@ -22,21 +22,29 @@ pub(super) fn failing_event(text: &str) -> Option<(String, String)> {
         else {
             return Some((entry, problem));
         };
-        // serde stops at the first bad value and checks for missing fields
-        // only at the end, so without the key to blame the message changes,
-        // and without any other key it stays.
-        let culprit = table.keys().filter(|key| *key != "kind").find(|key| {
-            let mut without = table.clone();
-            without.remove(*key);
-            read_event(&toml::Value::Table(without)).as_ref() != Some(&problem)
-        });
-        let culprit = culprit.or_else(|| {
-            // `kind` is read first: it is to blame if it fails alone.
-            let kind = table.get("kind")?;
-            let alone = toml::Table::from_iter([("kind".to_owned(), kind.clone())]);
-            let error = read_event(&toml::Value::Table(alone))?;
-            (!error.starts_with("missing field")).then_some(table.get_key_value("kind")?.0)
-        });
+        // `kind` is read first: it is to blame if it fails alone. Then each
+        // key read beside `kind` alone: a good one leaves only a missing
+        // field to complain about, the bad one fails itself. One small read
+        // per key, so an entry of many keys is refused in time that grows
+        // with its size, not its square.
+        let kind = table.get("kind");
+        let fails = |pair: toml::Table| {
+            read_event(&toml::Value::Table(pair)).is_some_and(|e| !e.starts_with("missing field"))
+        };
+        let kind_alone = || toml::Table::from_iter(kind.map(|k| ("kind".to_owned(), k.clone())));
+        let culprit = if kind.is_some() && fails(kind_alone()) {
+            Some("kind")
+        } else {
+            table
+                .iter()
+                .filter(|(key, _)| *key != "kind")
+                .find(|(key, value)| {
+                    let mut pair = kind_alone();
+                    pair.insert((*key).clone(), (*value).clone());
+                    fails(pair)
+                })
+                .map(|(key, _)| key.as_str())
+        };
         Some(match culprit {
             Some(key) => (format!("{entry}.{key}"), problem),
             None => (entry, problem),
@@ -61,10 +69,20 @@ pub(super) fn field_at(text: &str, offset: usize) -> Option<String> {
     let offset = offset.min(text.len());
     let line_start = text[..offset].rfind('\n').map_or(0, |at| at + 1);
     let line = text[line_start..].lines().next().unwrap_or_default();
-    let key = line
-        .split_once('=')
-        .map(|(key, _)| key.trim().trim_matches('"'));
-    let above: Vec<&str> = text[..line_start].lines().map(str::trim).collect();
+    // A table header is blamed as itself (a `[run.worker]` given twice),
+    // not as a key of the table above it.
+    let (line_start, key) = if line.trim_start().starts_with('[') {
+        (line_start + line.len(), None)
+    } else {
+        let key = line
+            .split_once('=')
+            .map(|(key, _)| key.trim().trim_matches('"'));
+        (line_start, key)
+    };
+    let above: Vec<&str> = text[..line_start.min(text.len())]
+        .lines()
+        .map(str::trim)
+        .collect();
     let header = above.iter().rposition(|l| l.starts_with('[')).map(|at| {
         let header = above[at];
         match header.strip_prefix("[[").and_then(|h| h.strip_suffix("]]")) {

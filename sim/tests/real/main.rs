@@ -8,11 +8,13 @@
 //! throwaway server per test (installing Debian's package if the binaries
 //! are missing, failing with the command otherwise); `adapters.rs` tests
 //! the adapters and runner; `differential.rs` and `concurrent.rs` compare
-//! the model with the server; `real_mode.rs` is the real-mode test and
-//! `world.rs` its run and phases, on `retention_sim::real` (a replica's
+//! the model with the server; `real_mode.rs` runs three replicas under a
+//! seeded plan through `retention_sim::real::run::run_plan` (a replica's
 //! lifecycle, the recording, faulty view of the adapters, the freeze, the
-//! history log, the steppable database clock and deletion audit);
-//! `db_clock.rs` checks that clock and audit against the server.
+//! history log, the steppable database clock and deletion audit, the
+//! server's own events from its log), as `sim replay --real` does;
+//! `replay.rs` drives that command; `db_clock.rs` checks that clock and
+//! audit against the server.
 
 mod adapters;
 mod commit_wait;
@@ -25,7 +27,6 @@ mod real_mode;
 mod replay;
 mod round_trips;
 mod timed;
-mod world;
 
 /// A multi-threaded tokio runtime for one test.
 fn runtime() -> tokio::runtime::Runtime {

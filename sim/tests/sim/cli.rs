@@ -33,7 +33,8 @@ fn a_clean_run_prints_its_timeline_and_verdict_and_exits_0() {
 
 /// `sim run | head`: the reader leaves after a line while 250 KB are still
 /// to come (more than a pipe holds, so the write must fail); the tool drops
-/// the rest and exits with its verdict's status, without a panic.
+/// the rest, runs to its end and exits 141 (128 + SIGPIPE, as a shell
+/// reports a process a closed pipe ended), without a panic.
 #[test]
 fn a_reader_that_goes_away_does_not_make_it_panic() {
     use std::io::Read;
@@ -50,7 +51,7 @@ fn a_reader_that_goes_away_does_not_make_it_panic() {
     let output = child.wait_with_output().unwrap();
     let err = String::from_utf8(output.stderr).unwrap();
     assert!(!err.contains("panicked"), "{err}");
-    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert_eq!(output.status.code(), Some(141), "{err}");
 }
 
 #[test]
@@ -640,7 +641,24 @@ fn scenario_runs_every_file_and_refuses_a_conflicting_flaw() {
     let (code, out, err) = sim(&["scenario", bad.to_str().unwrap(), good]);
     assert_eq!(code, 2, "{err}");
     assert!(out.contains("stop-is-terminal.toml: as expected"), "{out}");
+    assert!(
+        out.ends_with("1 as expected, 0 not, 1 refused (2 scenario files)\n"),
+        "{out}"
+    );
     assert!(err.contains("1 of 2 scenario files refused"), "{err}");
+    // A folder stands for its scenario files; an empty one is refused.
+    let (code, out, err) = sim(&["scenario", dir.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "one file, no tally: {out}");
+    assert!(err.contains("bad.toml"), "{err}");
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let (code, _, err) = sim(&["scenario", empty.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("a folder with no .toml scenario files"),
+        "{err}"
+    );
     let flawed = dir.join("flawed.toml");
     let finding = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -662,5 +680,30 @@ fn scenario_runs_every_file_and_refuses_a_conflicting_flaw() {
     assert!(
         err.contains("--flaw moving-cutoff conflicts with the file's own stale-release"),
         "{err}"
+    );
+}
+
+/// An event `--swarm` drew is not blamed as if the user had typed it, and
+/// a token already at its smallest is not shrunk and printed a second time.
+#[test]
+fn drawn_events_are_named_as_drawn_and_a_minimal_failure_prints_once() {
+    let (code, _, err) = sim(&["run", "--swarm", "--seed", "1", "--duration-ms", "200"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("(an event --swarm drew from seed 1)") && err.contains("change --duration-ms"),
+        "{err}"
+    );
+    let kept = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/regressions/stale-release-rel-1-seed-1.toml"
+    );
+    let scenario = retention_sim::Scenario::load(std::path::Path::new(kept)).unwrap();
+    let token = retention_sim::report::replay_token(&scenario.run);
+    let (code, out, _) = sim(&["replay", &token]);
+    assert_eq!(code, 1);
+    assert_eq!(out.matches("CONTRACT VIOLATED").count(), 1, "{out}");
+    assert!(
+        out.contains("shrunk: already at its smallest: no smaller plan violates REL-1"),
+        "{out}"
     );
 }

@@ -295,3 +295,95 @@ fn non_utf8_is_refused_with_its_line_and_byte() {
         "{error}"
     );
 }
+
+/// A history whose every line is valid on its own, but that no run could
+/// record, is refused with the line, not judged into a verdict that blames
+/// the worker (a crashed process acting, a restart with no crash, a
+/// transaction ending twice, a term not opened by an acquire, faults under
+/// a header that says there were none).
+#[test]
+fn impossible_histories_are_refused_not_judged() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/crash-then-successor-takes-over.toml"
+    );
+    let scenario = retention_sim::Scenario::load(std::path::Path::new(file)).unwrap();
+    let crashed: Vec<Value> = Sim::new(&scenario.run)
+        .run()
+        .unwrap()
+        .to_jsonl()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    // Events are numbered: an edit that adds or drops one renumbers them.
+    let renumbered = |mut lines: Vec<Value>| {
+        for (seq, line) in lines.iter_mut().skip(1).enumerate() {
+            line["seq"] = json!(seq);
+        }
+        lines
+    };
+    type Edit = fn(&mut Vec<Value>);
+    let cases: &[(&str, Edit, &str)] = &[
+        (
+            "the restart dropped: the crashed replica acts on",
+            |h| {
+                let at = first(h, "restarted");
+                h.remove(at);
+            },
+            "while crashed (since line",
+        ),
+        (
+            "the crash dropped: a restart from nowhere",
+            |h| {
+                let at = first(h, "crashed");
+                h.remove(at);
+            },
+            "restarts without a crash before it",
+        ),
+        (
+            "a delete committed twice (judged as a DATA-3 count mismatch)",
+            |h| {
+                let at = first(h, "deleted");
+                let again = h[at].clone();
+                h.insert(at + 1, again);
+            },
+            "transaction committed, and had committed on line",
+        ),
+        (
+            "a delete committed and rolled back",
+            |h| {
+                let at = first(h, "deleted");
+                let mut back = h[at].clone();
+                let call = back["kind"]["call"].clone();
+                back["kind"] = json!({"event": "rolled_back", "call": call, "rows": 1});
+                h.insert(at + 1, back);
+            },
+            "transaction rolled back, and had committed on line",
+        ),
+        (
+            "a term that begins without an acquire",
+            |h| {
+                let at = first(h, "crashed");
+                let term = h[at]["term"].as_u64().unwrap();
+                h[at]["term"] = json!(term + 1);
+            },
+            "begins with a crashed, not an acquire",
+        ),
+        (
+            "a header that says fault-free over a crash (judged as LIVE-1)",
+            |h| h[0]["faults_off"] = json!(true),
+            "header says no fault was injected",
+        ),
+    ];
+    for (what, edit, expected) in cases {
+        let mut lines = crashed.clone();
+        edit(&mut lines);
+        let lines = renumbered(lines);
+        let problem = History::from_jsonl(&text(&lines))
+            .map(|_| ())
+            .expect_err(what);
+        assert!(problem.contains(expected), "{what}: {problem}");
+        assert!(problem.contains("line "), "{what}: no line: {problem}");
+    }
+    History::from_jsonl(&text(&crashed)).expect("the run itself is a valid history");
+}

@@ -23,6 +23,7 @@ mod replay;
 mod scenarios;
 mod shards;
 mod spin;
+mod streams;
 mod takeover;
 
 /// Without `--cfg madsim` (an exported RUSTFLAGS replaces the one in

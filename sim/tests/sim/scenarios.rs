@@ -231,6 +231,44 @@ fn bad_files_are_refused_naming_file_line_and_field() {
     }
 }
 
+/// Files within the size limit that are refused for their size of some
+/// part: each in time that grows with the file (no timing is asserted;
+/// the quadratic search this replaced took minutes on the first two), and
+/// blamed on the table where the problem is.
+#[test]
+fn large_or_repeated_parts_are_refused_quickly_and_in_the_right_table() {
+    let keys: String = (0..60_000).map(|i| format!("k{i} = 1\n")).collect();
+    let many_keys = format!("{GOOD}\n[[run.events]]\nkind = \"pause\"\n{keys}");
+    let error = refusal(&many_keys);
+    assert!(
+        error.contains("run.events[1].k0: unknown field `k0`"),
+        "{}",
+        &error[..error.len().min(300)]
+    );
+    let shows = vec!["\"a\""; 100_000].join(", ");
+    let many_shows = format!("{GOOD}\n[expect]\nshows = [{shows}]\n");
+    let error = refusal(&many_shows);
+    assert!(
+        error.contains("expect.shows[1000]: 100000 texts: a scenario shows at most 1000"),
+        "{error}"
+    );
+    let twice = format!("{GOOD}\n[expect]\nshows = [\"x\", \"y\", \"x\"]\n");
+    let error = refusal(&twice);
+    assert!(
+        error.contains("expect.shows[2]: \"x\" listed twice"),
+        "{error}"
+    );
+    // A table given twice is blamed as itself, not as the table above it.
+    let worker = "[run.worker]\nbatch_size = 5\n\n";
+    let repeated = format!(
+        "{}\n[expect]\nshows = []\n\n{worker}",
+        GOOD.replace("[[run.events]]", &format!("{worker}[[run.events]]"))
+    );
+    let error = refusal(&repeated);
+    assert!(error.contains(": run.worker"), "{error}");
+    assert!(!error.contains(": expect"), "{error}");
+}
+
 #[test]
 fn texts_a_real_run_may_miss_are_shown_ones_with_a_reason() {
     let expect = |lines: &str| format!("{GOOD}\n[expect]\nshows = [\"stop called\"]\n{lines}");

@@ -1,10 +1,12 @@
 //! `retention-worker`: the retention worker on PostgreSQL, for deployment.
 //!
 //! Configuration comes from flags and environment (`--help` lists both);
-//! logs go to stderr through `tracing` (`RUST_LOG` filters them). SIGTERM
+//! logs go to stderr through `tracing` (`RUST_LOG` filters them), in
+//! colour only on a terminal and without `NO_COLOR`. SIGTERM
 //! or Ctrl-C stops the worker; the process exits once the term in progress
 //! has settled and its lease is released.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -18,16 +20,21 @@ async fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // Colour for a person at a terminal; plain text for a log file, a
+        // pipe or a journal, and wherever NO_COLOR is set.
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .init();
     let config = RunnerConfig::parse();
     match run_runner(config, shutdown_signal()).await {
         Ok(outcome) if outcome.failed() => {
-            eprintln!("retention-worker: the term failed: {outcome:?}");
+            say(format_args!(
+                "retention-worker: the term failed: {outcome:?}"
+            ));
             ExitCode::FAILURE
         }
         Ok(_) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("retention-worker: {error}");
+            say(format_args!("retention-worker: {error}"));
             ExitCode::from(2)
         }
     }
@@ -47,11 +54,20 @@ async fn shutdown_signal() {
                 }
             }
             Err(error) => {
-                eprintln!("retention-worker: cannot watch SIGTERM ({error}); Ctrl-C only");
+                say(format_args!(
+                    "retention-worker: cannot watch SIGTERM ({error}); Ctrl-C only"
+                ));
                 let _ = ctrl_c.await;
             }
         }
     }
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
+}
+
+/// One line to stderr. A stderr that cannot be written (a full disk) loses
+/// the line but never panics: the exit status still tells the outcome.
+fn say(text: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
 }

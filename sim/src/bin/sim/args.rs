@@ -16,6 +16,21 @@ use retention_sim::search::swarm;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Colour violations and unreached probes: `auto` on a terminal
+    /// without `NO_COLOR`, `always`, or `never`.
+    #[arg(long, global = true, value_enum, default_value_t = Colour::Auto)]
+    pub color: Colour,
+}
+
+/// When output is coloured (cargo's and ripgrep's convention).
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Colour {
+    /// On a terminal, unless `NO_COLOR` is set.
+    Auto,
+    /// Always, even into a file or a pipe.
+    Always,
+    /// Never.
+    Never,
 }
 
 #[derive(Subcommand)]
@@ -125,6 +140,10 @@ pub enum Command {
         /// `DIR/NAME.jsonl` (DIR must exist; `--force` replaces files).
         #[arg(long, value_name = "DIR", requires = "real")]
         out: Option<std::path::PathBuf>,
+        /// Print only each file's outcome and the tally, not each run's
+        /// report.
+        #[arg(long, short = 'q')]
+        quiet: bool,
     },
 }
 
@@ -412,11 +431,20 @@ pub fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
         }
     }
     spec.validate().map_err(|error| {
-        let flag = error
+        let index = error
             .field
             .strip_prefix("events[")
             .and_then(|rest| rest.split(']').next())
-            .and_then(|index| index.parse::<usize>().ok())
+            .and_then(|index| index.parse::<usize>().ok());
+        if index.is_some_and(|index| index < drawn) {
+            // Nobody typed this event: say where it came from.
+            return format!(
+                "{} (an event --swarm drew from seed {}): {}; change --duration-ms or \
+                 --replicas to fit it, or another seed",
+                error.field, spec.seed, error.problem
+            );
+        }
+        let flag = index
             .and_then(|index| index.checked_sub(drawn))
             .and_then(|index| flagged.get(index));
         let field_flag = match error.field.as_str() {

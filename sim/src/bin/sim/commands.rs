@@ -11,7 +11,7 @@ use retention_sim::{Sim, check, format_failure};
 use std::path::Path;
 
 use crate::files::write_checked;
-use crate::output::say;
+use crate::output::{say, tell};
 
 /// The most events a failing run may record and still be shrunk without
 /// being asked (a default run records a few hundred).
@@ -87,17 +87,25 @@ pub fn run_one(spec: &RunSpec, outputs: &Outputs<'_>) -> Result<bool, String> {
         if history.events.len() > AUTO_SHRINK_EVENTS {
             // Shrinking replays the run up to SHRINK_RUNS times: for a run
             // this large that is minutes to hours, so only on request.
-            eprintln!(
+            tell!(
                 "sim: not shrinking automatically: the run recorded {} events; \
                  `sim shrink TOKEN` shrinks it (at most {SHRINK_RUNS} runs)",
                 history.events.len()
             );
         } else {
             // Say so where it cannot mix with the output.
-            eprintln!(
-                "sim: shrinking the {clause} failure (at most {SHRINK_RUNS} runs; Ctrl-C stops)"
-            );
-            print_shrunk(&shrink(spec, clause, SHRINK_RUNS))?;
+            tell!("sim: shrinking the {clause} failure (at most {SHRINK_RUNS} runs; Ctrl-C stops)");
+            let shrunk = shrink(spec, clause, SHRINK_RUNS);
+            if shrunk.spec == *spec {
+                // The failure above is the smallest: not printed twice.
+                say!(
+                    "\nshrunk: already at its smallest: no smaller plan violates {clause} \
+                     ({} runs tried)",
+                    shrunk.runs
+                );
+            } else {
+                print_shrunk(&shrunk)?;
+            }
         }
     }
     Ok(verdict.passed())
@@ -139,6 +147,7 @@ pub fn run_scenarios(
     flaw: Option<Flaw>,
     svg: Option<&Path>,
     force: bool,
+    quiet: bool,
 ) -> Result<bool, String> {
     if let Some(path) = svg
         && files.len() > 1
@@ -150,14 +159,14 @@ pub fn run_scenarios(
             files.len()
         ));
     }
-    let mut all_met = true;
+    let (mut met, mut missed) = (0, 0);
     let mut refused = Vec::new();
     for file in files {
         let mut scenario = match Scenario::load(file) {
             Ok(scenario) => scenario,
             Err(error) => {
                 // Every file is still run; the refusals decide the status.
-                eprintln!("sim: {error}");
+                tell!("sim: {error}");
                 refused.push(file.display().to_string());
                 continue;
             }
@@ -165,7 +174,7 @@ pub fn run_scenarios(
         if let (Some(wanted), Some(own)) = (flaw, scenario.run.flaw)
             && wanted != own
         {
-            eprintln!(
+            tell!(
                 "sim: {}: run.flaw: --flaw {} conflicts with the file's own {}",
                 file.display(),
                 wanted.name(),
@@ -187,15 +196,20 @@ pub fn run_scenarios(
             };
             write_svg(&target, &history, &verdict, force)?;
         }
-        say!("{}", scenario_report(&scenario, &history, &verdict));
+        if !quiet {
+            say!("{}", scenario_report(&scenario, &history, &verdict));
+        }
         let judged = match flaw {
             Some(flaw) => scenario.judge_flawed(flaw, &verdict),
             None => scenario.judge(&verdict, &history.timeline()),
         };
         match judged {
-            Ok(()) => say!("{}: as expected", file.display()),
+            Ok(()) => {
+                met += 1;
+                say!("{}: as expected", file.display());
+            }
             Err(problems) => {
-                all_met = false;
+                missed += 1;
                 say!("{}: NOT as expected:\n{problems}", file.display());
                 // A violation the scenario did not expect is a failure:
                 // printed at its smallest too.
@@ -209,6 +223,13 @@ pub fn run_scenarios(
             }
         }
     }
+    if files.len() > 1 {
+        say!(
+            "{met} as expected, {missed} not, {} refused ({} scenario files)",
+            refused.len(),
+            files.len()
+        );
+    }
     if !refused.is_empty() {
         return Err(format!(
             "{} of {} scenario files refused: {}",
@@ -217,7 +238,7 @@ pub fn run_scenarios(
             refused.join(", ")
         ));
     }
-    Ok(all_met)
+    Ok(missed == 0)
 }
 
 /// Writes `spec` as a scenario that expects what the run does now, so a
@@ -278,7 +299,7 @@ pub fn save_scenario(
             .map(|_| ())
             .map_err(|error| format!("the saved file would not load back: {error}"))
     })?;
-    eprintln!("saved {}", path.display());
+    tell!("saved {}", path.display());
     Ok(())
 }
 

@@ -2,6 +2,7 @@
 //! it finished; anything else removes the temporary files being written and
 //! exits with 130 (128 + SIGINT), as shells report an interrupted command.
 
+use crate::output::tell;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,7 +25,7 @@ pub const INTERRUPTED: u8 = 130;
 pub fn install() {
     let _ = ctrlc::set_handler(|| {
         if WINDS_DOWN.load(Ordering::SeqCst) && !STOP.swap(true, Ordering::SeqCst) {
-            eprintln!(
+            tell!(
                 "\nsim: interrupted: no new runs start; the summary covers the runs finished \
                  (interrupt again to quit at once)"
             );
@@ -42,7 +43,7 @@ fn quit_now() -> ! {
     {
         let _ = std::fs::remove_file(path);
     }
-    eprintln!("sim: interrupted");
+    tell!("sim: interrupted");
     std::process::exit(i32::from(INTERRUPTED));
 }
 

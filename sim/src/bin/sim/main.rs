@@ -37,6 +37,7 @@ use args::{Cli, Command, build_spec};
 use check::check_file;
 use commands::{Outputs, run_one, run_scenarios, save_scenario, shrink_token};
 use files::preflight;
+use output::tell;
 use sweep::{run_bench, run_explore};
 
 /// Where `sim scenario --svg` puts each file's picture: the path itself for
@@ -62,14 +63,47 @@ fn scenario_pictures(
 }
 
 fn main() -> ExitCode {
+    // Code this crate does not own (madsim's executor noting a task's
+    // panic) prints with `eprintln!`, which panics when stderr cannot be
+    // written: that ends the command as an output failure, not a crash.
+    let status = std::panic::catch_unwind(status).unwrap_or_else(|payload| {
+        let message = (payload.downcast_ref::<String>().map(String::as_str))
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to") {
+            output::WRITE_ERROR
+        } else {
+            std::panic::resume_unwind(payload)
+        }
+    });
+    ExitCode::from(output::exit_status(status))
+}
+
+/// The status the command's result calls for, before output failures.
+fn status() -> u8 {
     interrupt::install();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
-            let _ = error.print();
-            return ExitCode::from(if error.use_stderr() { 2 } else { 0 });
+            // `--help` and `--version` go to stdout, usage errors to stderr.
+            let text = error.render().to_string();
+            let text = text.trim_end();
+            if error.use_stderr() {
+                tell!("{text}");
+            } else {
+                output::say!("{text}");
+            }
+            return if error.use_stderr() { 2 } else { 0 };
         }
     };
+    output::set_colour(match cli.color {
+        args::Colour::Always => true,
+        args::Colour::Never => false,
+        args::Colour::Auto => {
+            use std::io::IsTerminal;
+            std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+        }
+    });
     let result = match cli.command {
         Command::Run(args) => {
             let outputs = Outputs {
@@ -123,19 +157,20 @@ fn main() -> ExitCode {
             out,
             force,
             ..
-        } => {
+        } => scenario_inputs(files).and_then(|files| {
             let inputs: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
             preflight(&inputs, &[("--table", table.as_deref())], force)
                 .and_then(|()| real::histories_folder(out.as_deref(), &files, force))
                 .and_then(|()| real::scenarios_real(&files, table.as_deref(), out.as_deref()))
-        }
+        }),
         Command::Scenario {
             files,
             flaw,
             svg,
             force,
+            quiet,
             ..
-        } => {
+        } => scenario_inputs(files).and_then(|files| {
             let inputs: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
             let pictures = scenario_pictures(&files, svg.as_deref());
             let outputs: Vec<(&str, Option<&std::path::Path>)> = pictures
@@ -143,15 +178,15 @@ fn main() -> ExitCode {
                 .map(|p| ("--svg", Some(p.as_path())))
                 .collect();
             preflight(&inputs, &outputs, force)
-                .and_then(|()| run_scenarios(&files, flaw, svg.as_deref(), force))
-        }
+                .and_then(|()| run_scenarios(&files, flaw, svg.as_deref(), force, quiet))
+        }),
         Command::Explore(args) => run_explore(&args),
         Command::Merge(args) => {
             return match merge::run_merge(&args) {
-                Ok(status) => ExitCode::from(status),
+                Ok(status) => status,
                 Err(message) => {
-                    eprintln!("sim: {message}");
-                    ExitCode::from(2)
+                    tell!("sim: {message}");
+                    2
                 }
             };
         }
@@ -171,15 +206,37 @@ fn main() -> ExitCode {
         // A sweep stopped by a signal has printed (and written) its partial
         // summary; the status says it did not finish.
         if let Err(message) = result {
-            eprintln!("sim: {message}");
+            tell!("sim: {message}");
         }
-        return ExitCode::from(interrupt::INTERRUPTED);
+        return interrupt::INTERRUPTED;
     }
     match result {
-        Ok(passed) => ExitCode::from(if passed { 0 } else { 1 }),
+        Ok(passed) => u8::from(!passed),
         Err(message) => {
-            eprintln!("sim: {message}");
-            ExitCode::from(2)
+            tell!("sim: {message}");
+            2
         }
     }
+}
+
+/// The scenario files named: a folder stands for its `*.toml` files, in
+/// name order; a folder with none is refused.
+fn scenario_inputs(named: Vec<std::path::PathBuf>) -> Result<Vec<std::path::PathBuf>, String> {
+    let mut files = Vec::new();
+    for path in named {
+        if !path.is_dir() {
+            files.push(path);
+            continue;
+        }
+        let inside = retention_sim::report::scenario_files(&path)
+            .map_err(|error| format!("{}: cannot list the folder: {error}", path.display()))?;
+        if inside.is_empty() {
+            return Err(format!(
+                "{}: a folder with no .toml scenario files",
+                path.display()
+            ));
+        }
+        files.extend(inside);
+    }
+    Ok(files)
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::args::MergeArgs;
 use crate::files::{preflight, write_checked};
-use crate::output::say;
+use crate::output::{say, tell};
 use crate::summary::{Build, Summary};
 use crate::tally::print_summary;
 use crate::triage::{print_triage, save_failures, triage};
@@ -40,7 +40,7 @@ pub fn run_merge(args: &MergeArgs) -> Result<u8, String> {
     let (merged, missing) = merge(&parts, &command)?;
     let triaged = baseline.as_ref().map(|old| triage(&merged, old));
     if merged.build != Build::current() {
-        eprintln!(
+        tell!(
             "sim: note: the summaries come from build {} {}, this sim is {} {}: \
              the failures shown are replayed by this build",
             merged.build.version,

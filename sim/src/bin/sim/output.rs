@@ -1,26 +1,86 @@
-//! Standard output that survives its reader going away: once a write finds
-//! the pipe closed (`sim run | head`), later output is dropped and the
-//! command runs to its end, so it still exits with the status its result
-//! calls for instead of panicking.
+//! Standard output and error that never panic: once a write finds stdout's
+//! reader gone (`sim run | head`), later output is dropped and the command
+//! runs to its end; a write that fails otherwise (a full disk) is said on
+//! stderr if stderr still works. Either way the exit status says so
+//! ([`exit_status`]), so that no output is lost behind a zero.
 
 use std::io::{ErrorKind, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-static CLOSED: AtomicBool = AtomicBool::new(false);
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+static WRITE_FAILED: AtomicBool = AtomicBool::new(false);
+static COLOUR: AtomicBool = AtomicBool::new(false);
+
+/// Colours lines from now on, or not.
+pub fn set_colour(on: bool) {
+    COLOUR.store(on, Ordering::Relaxed);
+}
+
+/// `text` in red if it reports a violation or a failed expectation, in
+/// yellow if it reports something never reached or missing, when colour
+/// is on; as it is otherwise.
+fn painted(text: String) -> String {
+    if !COLOUR.load(Ordering::Relaxed) {
+        return text;
+    }
+    let red = ["VIOLATED", "NOT as expected", "violates "];
+    let yellow = ["  NEVER", "MISSING", "PARTIAL", "not staged"];
+    let paint = |line: &str| {
+        if red.iter().any(|mark| line.contains(mark)) {
+            format!("\u{1b}[31m{line}\u{1b}[0m")
+        } else if yellow.iter().any(|mark| line.contains(mark)) {
+            format!("\u{1b}[33m{line}\u{1b}[0m")
+        } else {
+            line.to_owned()
+        }
+    };
+    text.split('\n').map(paint).collect::<Vec<_>>().join("\n")
+}
+
+/// The status of a command whose stdout's reader went away: 128 + SIGPIPE,
+/// as a shell reports a process a closed pipe killed.
+pub const CLOSED_PIPE: u8 = 141;
+/// The status of a command whose output could not be written (BSD's
+/// `EX_IOERR`).
+pub const WRITE_ERROR: u8 = 74;
 
 /// Writes one line to standard output unless its reader is gone.
 pub fn line(text: std::fmt::Arguments<'_>) {
-    if CLOSED.load(Ordering::Relaxed) {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
     }
+    let text = painted(text.to_string());
     let mut stdout = std::io::stdout().lock();
     if let Err(error) = writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
-        if error.kind() == ErrorKind::BrokenPipe {
-            CLOSED.store(true, Ordering::Relaxed);
-        } else {
-            eprintln!("sim: cannot write the output: {error}");
-            CLOSED.store(true, Ordering::Relaxed);
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        if error.kind() != ErrorKind::BrokenPipe {
+            WRITE_FAILED.store(true, Ordering::Relaxed);
+            note(format_args!("sim: cannot write the output: {error}"));
         }
+    }
+}
+
+/// Writes one line to standard error; a failure is remembered for the
+/// exit status, never a panic.
+pub fn note(text: std::fmt::Arguments<'_>) {
+    let mut stderr = std::io::stderr().lock();
+    if writeln!(stderr, "{text}")
+        .and_then(|()| stderr.flush())
+        .is_err()
+    {
+        WRITE_FAILED.store(true, Ordering::Relaxed);
+    }
+}
+
+/// `status`, unless output failed: [`WRITE_ERROR`] when a write failed,
+/// [`CLOSED_PIPE`] when stdout's reader went away.
+pub fn exit_status(status: u8) -> u8 {
+    if WRITE_FAILED.load(Ordering::Relaxed) {
+        WRITE_ERROR
+    } else if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        CLOSED_PIPE
+    } else {
+        status
     }
 }
 
@@ -30,3 +90,9 @@ macro_rules! say {
     ($($arg:tt)*) => { $crate::output::line(format_args!($($arg)*)) };
 }
 pub(crate) use say;
+
+/// `eprintln!` through [`note`].
+macro_rules! tell {
+    ($($arg:tt)*) => { $crate::output::note(format_args!($($arg)*)) };
+}
+pub(crate) use tell;

@@ -2,6 +2,7 @@
 //! failures and the time left on a terminal; a plain line every tenth of
 //! the runs (or every minute) in a log; nothing with `--quiet`.
 
+use crate::output::tell;
 use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -69,7 +70,7 @@ impl Watch {
                 if tenth > lines.last_tenth || now - lines.last_at >= LINE_EVERY {
                     lines.last_tenth = tenth;
                     lines.last_at = now;
-                    eprintln!("{}", lines.line(at, now));
+                    tell!("{}", lines.line(at, now));
                 }
             }
         }

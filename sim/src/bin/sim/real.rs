@@ -2,6 +2,7 @@
 //! PostgreSQL with the production worker and adapters, judged by the same
 //! checker, each attempt's history and picture saved.
 
+use crate::output::say;
 use std::path::Path;
 
 use retention_sim::model::RunSpec;
@@ -35,7 +36,7 @@ pub fn replay_real(spec: &RunSpec, attempts: u32, out: &Path, force: bool) -> Re
     prepare_folder(out, force)?;
     let simulated = check(&Sim::new(spec).run().map_err(|error| error.to_string())?);
     let expected: Vec<&str> = simulated.violations.iter().map(|v| v.clause).collect();
-    println!(
+    say!(
         "simulated: {}",
         if expected.is_empty() {
             "no violation".to_owned()
@@ -43,10 +44,10 @@ pub fn replay_real(spec: &RunSpec, attempts: u32, out: &Path, force: bool) -> Re
             format!("violates {}", dedup(&expected).join(", "))
         }
     );
-    println!("{EXACT}");
-    println!("{APPROXIMATE}");
+    say!("{EXACT}");
+    say!("{APPROXIMATE}");
     for skipped in not_applied(spec) {
-        println!("not applied: {skipped}");
+        say!("not applied: {skipped}");
     }
     let server = TempServer::start_installed()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -62,7 +63,7 @@ pub fn replay_real(spec: &RunSpec, attempts: u32, out: &Path, force: bool) -> Re
         write(&jsonl, &real.history.to_jsonl())?;
         write(&svg, &swimlanes(&real.history, &verdict))?;
         let clauses: Vec<&str> = verdict.violations.iter().map(|v| v.clause).collect();
-        println!(
+        say!(
             "attempt {attempt} of {attempts}: {} events, {} ({})",
             real.history.events.len(),
             if clauses.is_empty() {
@@ -73,10 +74,10 @@ pub fn replay_real(spec: &RunSpec, attempts: u32, out: &Path, force: bool) -> Re
             jsonl.display()
         );
         if let Some(first) = verdict.violations.first() {
-            println!("{first}\n{}", excerpt(&real.history, &first.events));
-            println!("in the simulator: {}", replay_command(spec));
+            say!("{first}\n{}", excerpt(&real.history, &first.events));
+            say!("in the simulator: {}", replay_command(spec));
             let same = expected.contains(&first.clause);
-            println!(
+            say!(
                 "confirmed against PostgreSQL: {} (attempt {attempt} of {attempts}){}",
                 dedup(&clauses).join(", "),
                 if same || expected.is_empty() {
@@ -88,7 +89,7 @@ pub fn replay_real(spec: &RunSpec, attempts: u32, out: &Path, force: bool) -> Re
             return Ok(false);
         }
     }
-    println!("not reproduced in {attempts} attempt(s)");
+    say!("not reproduced in {attempts} attempt(s)");
     Ok(true)
 }
 
@@ -172,7 +173,7 @@ pub fn scenarios_real(
     for (index, file) in files.iter().enumerate() {
         let scenario = Scenario::load(file).map_err(|error| error.to_string())?;
         if let Some(why) = refusal(&scenario.run) {
-            println!("{}: skipped: {why}", scenario.name);
+            say!("{}: skipped: {why}", scenario.name);
             rows.push(format!("| {} | - | skipped | {why} |", scenario.name));
             skipped += 1;
             continue;
@@ -197,12 +198,12 @@ pub fn scenarios_real(
         match &judged {
             Ok(excused) => {
                 kept += 1;
-                println!(
+                say!(
                     "{}: as expected against PostgreSQL ({real_verdict})",
                     scenario.name
                 );
                 if !excused.is_empty() {
-                    println!(
+                    say!(
                         "  missed {} text(s) it may miss: {}",
                         excused.len(),
                         scenario.expect.real_why
@@ -216,7 +217,7 @@ pub fn scenarios_real(
                     ("not staged", &mut unstaged)
                 };
                 *count += 1;
-                println!(
+                say!(
                     "{}: {label} against PostgreSQL ({real_verdict}; simulated: {}):\n  {}",
                     scenario.name,
                     if simulated.is_ok() {
@@ -229,7 +230,7 @@ pub fn scenarios_real(
             }
         }
         if !verdict.passed() {
-            println!("  in the simulator: {}", replay_command(&scenario.run));
+            say!("  in the simulator: {}", replay_command(&scenario.run));
         }
         let timeline = real.history.timeline();
         let missed: Vec<String> = (scenario.expect.shows.iter())
@@ -261,14 +262,14 @@ pub fn scenarios_real(
             }
         ));
         for skipped_part in not_applied(&scenario.run) {
-            println!("  not applied: {skipped_part}");
+            say!("  not applied: {skipped_part}");
         }
     }
     let tally = format!(
         "{kept} as expected against PostgreSQL, {differed} not, {unstaged} not staged \
          (a fault real mode cannot apply), {skipped} skipped"
     );
-    println!("{tally}");
+    say!("{tally}");
     if let Some(table) = table {
         rows.push(String::new());
         rows.push(format!("{tally}."));

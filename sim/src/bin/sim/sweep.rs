@@ -18,7 +18,7 @@ use retention_sim::search::{
 use crate::args::{BenchArgs, ExploreArgs};
 use crate::files::{preflight, write_checked};
 use crate::interrupt;
-use crate::output::say;
+use crate::output::{say, tell};
 use crate::progress::Watch;
 use crate::summary::{
     Build, FORMAT, Failure, ShardPart, Shards, ShrunkPlan, Summary, Sweep, VERSION, seeds_in_shard,
@@ -262,7 +262,7 @@ pub fn run_bench(args: &BenchArgs) -> Result<bool, String> {
         memory_runs: args.memory_runs,
         ..BenchConfig::default()
     };
-    let report = bench(&config, |stage| eprintln!("bench: {stage}..."));
+    let report = bench(&config, |stage| tell!("bench: {stage}..."));
     let passed = report.real_worker_failed_seeds.is_empty();
     if args.json {
         say!(

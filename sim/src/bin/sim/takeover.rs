@@ -2,6 +2,7 @@
 //! replica is granted the lease, as a distribution over many runs in the
 //! simulator and against PostgreSQL, beside the formula's bound.
 
+use crate::output::say;
 use retention_sim::Sim;
 use retention_sim::real::run::run_plan;
 use retention_sim::report::{Story, Takeover, bound_ms, spread, story_plan, takeover};
@@ -102,7 +103,7 @@ pub fn run_takeover(args: &TakeoverArgs) -> Result<bool, String> {
     } else {
         None
     };
-    println!(
+    say!(
         "takeover time: ms from the fault on the holder (replica 1) until a new term is \
          granted, min / median / p90 / max; tolerance {TOLERANCE_MS} ms on the median and p90"
     );
@@ -141,9 +142,9 @@ pub fn run_takeover(args: &TakeoverArgs) -> Result<bool, String> {
                 }
             }
         }
-        println!("{} (bound {bound} ms):", story.name());
-        println!("  simulated:  {}", simulated.cell());
-        println!("  PostgreSQL: {}", measured.cell());
+        say!("{} (bound {bound} ms):", story.name());
+        say!("  simulated:  {}", simulated.cell());
+        say!("  PostgreSQL: {}", measured.cell());
         let over: Vec<u64> = (simulated.samples_ms.iter())
             .chain(&measured.samples_ms)
             .copied()
@@ -151,7 +152,7 @@ pub fn run_takeover(args: &TakeoverArgs) -> Result<bool, String> {
             .collect();
         if !over.is_empty() || simulated.no_takeover + measured.no_takeover > 0 {
             agree = false;
-            println!("  OVER THE BOUND: {over:?}");
+            say!("  OVER THE BOUND: {over:?}");
         }
         if let (Some(sim), Some(pg)) = (spread(&simulated.samples_ms), spread(&measured.samples_ms))
         {
@@ -162,7 +163,7 @@ pub fn run_takeover(args: &TakeoverArgs) -> Result<bool, String> {
                 agree = false;
                 "DISAGREE"
             };
-            println!("  {verdict}: medians {median} ms apart, p90s {p90} ms apart");
+            say!("  {verdict}: medians {median} ms apart, p90s {p90} ms apart");
         }
     }
     Ok(agree)

@@ -9,7 +9,7 @@ use retention_sim::report::{parse_token, replay_command};
 
 use crate::commands::save_scenario;
 use crate::files::may_write;
-use crate::output::say;
+use crate::output::{say, tell};
 use crate::summary::{Failure, Summary};
 
 /// The sweep's failures sorted against the baseline's.
@@ -188,7 +188,7 @@ pub fn save_failures(summary: &Summary, dir: &Path, force: bool) -> Result<(), S
         .iter()
         .filter(|f| f.shrunk.is_none())
         .count();
-    eprintln!(
+    tell!(
         "saved {} distinct failures in {}{}",
         targets.len(),
         dir.display(),
