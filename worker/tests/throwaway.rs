@@ -86,7 +86,7 @@ fn a_busy_port_or_a_failed_start_says_why_and_where_the_log_is() {
 
     // Port 1 is free but privileged: the server cannot bind it, and the
     // error says where its log is and quotes it.
-    let dir = std::env::temp_dir().join(format!("throwaway-test-{}", std::process::id()));
+    let dir = test_support::private_dir("throwaway-test-").keep();
     let folder = dir.to_str().expect("a UTF-8 path");
     let failed = script(
         &["start"],
@@ -104,4 +104,28 @@ fn a_busy_port_or_a_failed_start_says_why_and_where_the_log_is() {
         "the log's tail: {stderr}"
     );
     let _ = script(&["stop"], &[("RETENTION_PG_DIR", folder)]);
+}
+
+/// A test's server lives in a folder only its owner can enter, with a name
+/// nobody can guess (a pid is easy to guess; another local user could put
+/// a link there first and have the test write through it).
+#[test]
+fn a_tests_server_folder_is_private_and_unguessable() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = test_support::TempServer::start();
+    let folder = server.log_path().parent().expect("a folder").to_path_buf();
+    let name = folder.file_name().unwrap().to_str().unwrap().to_owned();
+    assert!(
+        !name.contains(&std::process::id().to_string()),
+        "the folder {name} is named after the pid"
+    );
+    let mode = std::fs::metadata(&folder).unwrap().permissions().mode();
+    assert_eq!(
+        mode & 0o077,
+        0,
+        "{} is open to others: {mode:o}",
+        folder.display()
+    );
+    drop(server);
+    assert!(!folder.exists(), "the server's folder outlives it");
 }

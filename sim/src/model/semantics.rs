@@ -34,6 +34,14 @@ impl Semantics {
     /// The problems `event`, read from `line`, adds.
     pub(super) fn problems(&mut self, event: &Event, line: usize) -> Vec<String> {
         let mut problems = Vec::new();
+        for (field, value) in instants(&event.kind) {
+            if value.unsigned_abs() > INSTANT_MS_MAX {
+                problems.push(format!(
+                    "{field} {value}: no clock of a run reads that (beyond {INSTANT_MS_MAX} ms \
+                     either way)"
+                ));
+            }
+        }
         if self.faults_off && is_fault(&event.kind) {
             problems.push(format!(
                 "a {} in a history whose header says no fault was injected (faults_off)",
@@ -79,6 +87,53 @@ impl Semantics {
             ));
         }
         problems
+    }
+}
+
+/// The farthest from time 0 any instant of a run can be: ten years either
+/// way (a run lasts at most an hour, clocks are skewed or stepped by at
+/// most a day, and a cutoff is a retention of at most a year before a
+/// clock reading). Beyond it the checker's arithmetic could wrap.
+const INSTANT_MS_MAX: u64 = 10 * 365 * 24 * 3_600_000;
+
+/// The instants an event carries, each with its field's name.
+fn instants(kind: &EventKind) -> Vec<(&'static str, i64)> {
+    let lease = |lease: &super::history::LeaseRec| vec![("expires_at_ms", lease.expires_at_ms)];
+    match kind {
+        EventKind::Invoke { invocation, .. } => match invocation {
+            super::history::Invocation::Delete { older_than_ms, .. } => {
+                vec![("older_than_ms", *older_than_ms)]
+            }
+            super::history::Invocation::Renew { lease: l }
+            | super::history::Invocation::Release { lease: l } => lease(l),
+            super::history::Invocation::Acquire => vec![],
+        },
+        EventKind::Granted { lease: l, .. }
+        | EventKind::Revoked { lease: l, .. }
+        | EventKind::Released { lease: l, .. } => lease(l),
+        EventKind::Deleted {
+            fenced_at_ms,
+            older_than_ms,
+            rows,
+            deleted_clock_ms,
+            fenced_clock_ms,
+            ..
+        } => {
+            let mut all = vec![
+                ("fenced_at_ms", *fenced_at_ms),
+                ("older_than_ms", *older_than_ms),
+            ];
+            all.extend(deleted_clock_ms.map(|ms| ("deleted_clock_ms", ms)));
+            all.extend(fenced_clock_ms.map(|ms| ("fenced_clock_ms", ms)));
+            all.extend(rows.iter().map(|row| ("created_at_ms", row.created_at_ms)));
+            all
+        }
+        EventKind::ClockStepped { from_ms, to_ms }
+        | EventKind::DbClockStepped { from_ms, to_ms, .. } => {
+            vec![("from_ms", *from_ms), ("to_ms", *to_ms)]
+        }
+        EventKind::ClockRateSet { reading_ms, .. } => vec![("reading_ms", *reading_ms)],
+        _ => vec![],
     }
 }
 

@@ -321,7 +321,7 @@ fn memory_stays_flat_over_a_long_sweep() {
 
 #[test]
 fn replay_save_turns_a_failure_into_a_scenario_that_reproduces_it() {
-    let dir = std::env::temp_dir().join(format!("sim-save-{}", std::process::id()));
+    let dir = test_support::private_dir("sim-save-").keep();
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("stale-release.toml");
     let token = crate::replay::STALE_RELEASE;
@@ -477,7 +477,7 @@ fn shards_split_a_sweep_between_machines() {
 
 #[test]
 fn check_judges_a_recorded_history_file() {
-    let dir = std::env::temp_dir().join(format!("sim-check-{}", std::process::id()));
+    let dir = test_support::private_dir("sim-check-").keep();
     std::fs::create_dir_all(&dir).unwrap();
     let clean = dir.join("clean.jsonl");
     let path = clean.to_str().unwrap();
@@ -630,7 +630,7 @@ fn check_judges_a_recorded_history_file() {
 /// end (exit 2), and refuses a `--flaw` that contradicts a file's own.
 #[test]
 fn scenario_runs_every_file_and_refuses_a_conflicting_flaw() {
-    let dir = std::env::temp_dir().join(format!("sim-scenarios-{}", std::process::id()));
+    let dir = test_support::private_dir("sim-scenarios-").keep();
     std::fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("bad.toml");
     std::fs::write(&bad, "name = \"bad\"\n").unwrap();

@@ -8,7 +8,7 @@ use super::cli::sim;
 /// checked as XML, under the same no-replace rule as every other file.
 #[test]
 fn svg_pictures_come_from_every_subcommand_that_runs_or_reads_a_history() {
-    let dir = std::env::temp_dir().join(format!("sim-svg-{}", std::process::id()));
+    let dir = test_support::private_dir("sim-svg-").keep();
     std::fs::create_dir_all(&dir).unwrap();
     let file = |name: &str| dir.join(name).to_str().unwrap().to_owned();
     let (code, _, err) = sim(&[
@@ -71,8 +71,8 @@ fn svg_pictures_come_from_every_subcommand_that_runs_or_reads_a_history() {
 /// the picture in it parses.
 #[test]
 fn explore_report_writes_a_self_contained_page() {
-    let dir = std::env::temp_dir().join(format!("sim-report-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    // The page's folder does not exist yet: the command makes it.
+    let dir = test_support::private_dir("sim-report-").keep().join("page");
     let report = dir.to_str().unwrap();
     let args = [
         "explore",
@@ -143,7 +143,7 @@ fn explore_report_writes_a_self_contained_page() {
 /// dying recorder cut short, saying so.
 #[test]
 fn check_protects_its_input_and_partial_drops_a_cut_last_line() {
-    let dir = std::env::temp_dir().join(format!("sim-protect-{}", std::process::id()));
+    let dir = test_support::private_dir("sim-protect-").keep();
     std::fs::create_dir_all(&dir).unwrap();
     let history = dir.join("h.jsonl");
     let path = history.to_str().unwrap();

@@ -45,6 +45,25 @@ fn damaged_histories_are_refused_with_their_line() {
             "",
         ),
         (
+            "a cutoff at i64::MAX (the checker's arithmetic wrapped: 'a clock read -9223372036851175809 ms')",
+            |h| {
+                let at = h
+                    .iter()
+                    .position(|l| l["kind"]["invocation"]["op"] == "delete")
+                    .unwrap();
+                h[at]["kind"]["invocation"]["older_than_ms"] = json!(i64::MAX);
+            },
+            "older_than_ms 9223372036854775807: no clock of a run reads that",
+        ),
+        (
+            "a row stamped at i64::MIN",
+            |h| {
+                let at = first(h, "deleted");
+                h[at]["kind"]["rows"][0]["created_at_ms"] = json!(i64::MIN);
+            },
+            "created_at_ms -9223372036854775808: no clock of a run reads that",
+        ),
+        (
             "replicas at u32::MAX (a loop over replicas hung)",
             |h| h[0]["replicas"] = json!(u32::MAX),
             "header.replicas: 4294967295 is not in 1..=5",
@@ -283,7 +302,7 @@ fn a_mistake_inside_an_event_table_names_its_entry_key_and_line() {
 
 #[test]
 fn non_utf8_is_refused_with_its_line_and_byte() {
-    let dir = std::env::temp_dir().join(format!("sim-utf8-{}", std::process::id()));
+    let dir = test_support::private_dir("sim-utf8-").keep();
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("bad.toml");
     std::fs::write(&path, b"name = \"bad\"\ndescription = \"x\xff\"\n").unwrap();

@@ -11,10 +11,7 @@ use crate::cli::sim;
 
 /// A fresh folder for one test's files.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sim-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    test_support::private_dir(&format!("sim-{name}-")).keep()
 }
 
 /// `sim ARGS` run in `dir`.

@@ -54,7 +54,7 @@ fn full() -> Stdio {
 
 #[test]
 fn no_subcommand_panics_or_hides_an_output_it_could_not_write() {
-    let dir = std::env::temp_dir().join(format!("sim-streams-{}", std::process::id()));
+    let dir = test_support::private_dir("sim-streams-").keep();
     std::fs::create_dir_all(&dir).unwrap();
     let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
     // Inputs for the commands that read files.

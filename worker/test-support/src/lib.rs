@@ -19,7 +19,6 @@ pub use proxy::Proxy;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use retention_worker::pg::{PgOptions, Pool, connect_pool, migrate};
 
@@ -34,6 +33,18 @@ log_disconnections = on
 log_lock_waits = on
 deadlock_timeout = '10ms'
 ";
+
+/// A new temporary folder only its owner can enter, named `PREFIX` and
+/// random characters (no guessable name another user could put a link
+/// at first); removed when the value is dropped.
+pub fn private_dir(prefix: &str) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .expect("create a temporary folder")
+}
 
 const INSTALL_HINT: &str = "install the server with `apt-get install -y postgresql` \
      (Debian/Ubuntu; .ci/run does this), or set PG_BIN_DIR to the folder holding \
@@ -67,7 +78,6 @@ impl TempServer {
     }
 
     fn launch(bin: PathBuf) -> Result<Self, String> {
-        static STARTED: AtomicU32 = AtomicU32::new(0);
         let run_as = if command_output("id", &["-u"]) == "0" {
             let has_user = Command::new("id")
                 .arg("-u")
@@ -84,10 +94,9 @@ impl TempServer {
         } else {
             None
         };
-        let n = STARTED.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("retention-pg-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create the server's temporary folder");
+        // A fresh folder of a name nobody can guess or plant a link at;
+        // the server's drop removes it.
+        let dir = private_dir("retention-pg-").keep();
         let mut server = Self {
             dir,
             bin,
