@@ -219,6 +219,11 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
     for task in &schedule {
         task.abort();
     }
+    // A pause the end cut short thaws: its network must not stay frozen
+    // for ever (the simulator's pause runs out on its own).
+    for network in &networks {
+        network.thaw();
+    }
     let stops: Vec<_> = members
         .iter()
         .map(|replica| {

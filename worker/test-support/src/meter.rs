@@ -6,6 +6,7 @@
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -54,7 +55,7 @@ pub struct MeteredProxy {
     cut: Cut,
     freeze: Freeze,
     /// The proxy's end of each client connection forwarded so far.
-    clients: Arc<Mutex<Vec<TcpStream>>>,
+    clients: Clients,
 }
 
 impl MeteredProxy {
@@ -158,11 +159,15 @@ impl MeteredProxy {
     /// client sends afterwards gets through, and the client sees its
     /// connection closed.
     pub fn sever(&self) {
-        for client in self.clients.lock().expect("clients").drain(..) {
+        for (client, severed) in self.clients.lock().expect("clients").drain(..) {
+            // What a frozen process queued was never sent by a dead one:
+            // dropped, not delivered at the thaw.
+            severed.store(true, Ordering::SeqCst);
             // Wakes the thread reading this client with an end of stream,
             // which it passes on after the chunks queued ahead of it.
             let _ = client.shutdown(Shutdown::Both);
         }
+        self.freeze.wake();
     }
 
     /// The port clients connect to instead of the server's.
@@ -186,7 +191,7 @@ struct Link {
     meter: Arc<Mutex<Traffic>>,
     cut: Cut,
     freeze: Freeze,
-    clients: Arc<Mutex<Vec<TcpStream>>>,
+    clients: Clients,
     up: Delay,
     down: Delay,
 }
@@ -227,8 +232,13 @@ impl Link {
             up,
             down,
         } = self;
-        clients.lock().expect("clients").push(clone(&client));
-        let (up_meter, up_link) = (meter.clone(), (cut.clone(), freeze.clone()));
+        let severed = Arc::new(AtomicBool::new(false));
+        clients
+            .lock()
+            .expect("clients")
+            .push((clone(&client), severed.clone()));
+        let up_link = (cut.clone(), freeze.clone(), severed.clone());
+        let up_meter = meter.clone();
         thread::spawn(move || {
             let ends = (c, s, Way::ToServer);
             forward(ends, early, Reader::frontend(up_meter), up, up_link)
@@ -240,11 +250,15 @@ impl Link {
                 Vec::new(),
                 Reader::backend(meter),
                 down,
-                (cut, freeze),
+                (cut, freeze, severed),
             )
         });
     }
 }
+
+/// The proxy's end of each client connection forwarded so far, each with
+/// the flag that says it was severed.
+type Clients = Arc<Mutex<Vec<(TcpStream, Arc<AtomicBool>)>>>;
 
 /// Whether the client's process is frozen, shared by its connections'
 /// forwarding threads.
@@ -262,12 +276,20 @@ impl Freeze {
         *self.0.0.lock().expect("freeze")
     }
 
-    fn wait_for_thaw(&self) {
+    /// Waits for the thaw, or until `severed` is set.
+    fn wait_for_thaw_unless(&self, severed: &AtomicBool) {
         let (state, changed) = &*self.0;
         let mut frozen = state.lock().expect("freeze");
-        while *frozen {
+        while *frozen && !severed.load(Ordering::SeqCst) {
             frozen = changed.wait(frozen).expect("freeze");
         }
+    }
+
+    /// Makes every waiter look again (a connection was severed).
+    fn wake(&self) {
+        let (state, changed) = &*self.0;
+        drop(state.lock().expect("freeze"));
+        changed.notify_all();
     }
 }
 
@@ -350,14 +372,15 @@ fn forward(
     early: Vec<u8>,
     mut reader: Reader,
     mut delay: Delay,
-    (cut, freeze): (Cut, Freeze),
+    (cut, freeze, severed): (Cut, Freeze, Arc<AtomicBool>),
 ) {
     let queue = Arc::new((
         Mutex::new(VecDeque::<(Instant, bool, Vec<u8>)>::new()),
         Condvar::new(),
     ));
     let writer = {
-        let (queue, mut to, freeze) = (queue.clone(), clone(&to), freeze.clone());
+        let (queue, mut to) = (queue.clone(), clone(&to));
+        let (freeze, severed) = (freeze.clone(), severed.clone());
         thread::spawn(move || {
             let (chunks, ready) = &*queue;
             loop {
@@ -369,7 +392,10 @@ fn forward(
                 drop(pending);
                 thread::sleep(due.saturating_duration_since(Instant::now()));
                 if way == Way::ToClient || sent_frozen {
-                    freeze.wait_for_thaw();
+                    freeze.wait_for_thaw_unless(&severed);
+                }
+                if sent_frozen && severed.load(Ordering::SeqCst) {
+                    continue;
                 }
                 if chunk.is_empty() {
                     let _ = to.shutdown(Shutdown::Write);

@@ -66,11 +66,11 @@ fn main() -> ExitCode {
     // Code this crate does not own (madsim's executor noting a task's
     // panic) prints with `eprintln!`, which panics when stderr cannot be
     // written: that ends the command as an output failure, not a crash.
+    // The hook sees such a panic on any thread (a sweep's workers too),
+    // where it may reach here as "a scoped thread panicked".
+    output::catch_print_panics();
     let status = std::panic::catch_unwind(status).unwrap_or_else(|payload| {
-        let message = (payload.downcast_ref::<String>().map(String::as_str))
-            .or_else(|| payload.downcast_ref::<&str>().copied())
-            .unwrap_or_default();
-        if message.starts_with("failed printing to") {
+        if output::failed() {
             output::WRITE_ERROR
         } else {
             std::panic::resume_unwind(payload)

@@ -72,6 +72,34 @@ pub fn note(text: std::fmt::Arguments<'_>) {
     }
 }
 
+/// Routes a panic raised by a failed `print!` in code this crate does not
+/// own (madsim's executor notes a task's panic with `eprintln!`), on any
+/// thread: it is remembered as a failed write and not printed; any other
+/// panic goes to `previous`.
+pub fn catch_print_panics() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = (payload.downcast_ref::<String>().map(String::as_str))
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to") {
+            if message.contains("Broken pipe") {
+                STDOUT_CLOSED.store(true, Ordering::Relaxed);
+            } else {
+                WRITE_FAILED.store(true, Ordering::Relaxed);
+            }
+        } else {
+            previous(info);
+        }
+    }));
+}
+
+/// Whether a write failed or stdout's reader left.
+pub fn failed() -> bool {
+    WRITE_FAILED.load(Ordering::Relaxed) || STDOUT_CLOSED.load(Ordering::Relaxed)
+}
+
 /// `status`, unless output failed: [`WRITE_ERROR`] when a write failed,
 /// [`CLOSED_PIPE`] when stdout's reader went away.
 pub fn exit_status(status: u8) -> u8 {
