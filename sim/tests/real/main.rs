@@ -28,6 +28,17 @@ mod replay;
 mod round_trips;
 mod timed;
 
+/// Held by the test that measures round trips by time and by the tests
+/// that load both cores for tens of seconds, so that they never overlap:
+/// a 100 ms round trip must not be read as two because another test's
+/// three replicas had the cores.
+pub(crate) fn alone() -> std::sync::MutexGuard<'static, ()> {
+    static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ALONE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A multi-threaded tokio runtime for one test.
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()

@@ -148,6 +148,7 @@ fn plan(seed: u64) -> RunSpec {
 
 #[test]
 fn three_replicas_on_postgresql_keep_every_clause_under_faults() {
+    let _alone = crate::alone();
     let seed: u64 = std::env::var("REAL_MODE_SEED")
         .ok()
         .map_or(1, |s| s.parse().expect("REAL_MODE_SEED is a number"));

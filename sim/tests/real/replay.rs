@@ -130,6 +130,7 @@ const FINDING_ATTEMPTS: &str = "15";
 /// clause there.
 #[test]
 fn every_review_findings_shrunk_counterexample_is_confirmed_against_postgresql() {
+    let _alone = crate::alone();
     drop(TempServer::start());
     let kept = concat!(env!("CARGO_MANIFEST_DIR"), "/regressions");
     let files = retention_sim::report::scenario_files(std::path::Path::new(kept))
@@ -175,6 +176,7 @@ fn every_review_findings_shrunk_counterexample_is_confirmed_against_postgresql()
 /// granted there too, and measured beside the simulated distribution.
 #[test]
 fn takeover_is_measured_against_postgresql_too() {
+    let _alone = crate::alone();
     drop(TempServer::start());
     let output = sim(&[
         "takeover",

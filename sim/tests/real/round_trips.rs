@@ -57,6 +57,7 @@ fn adapters(pool: &Pool, call_timeout_ms: u64) -> (PgLeaseService, PgRecords) {
 
 #[test]
 fn each_adapter_call_takes_the_round_trips_the_simulator_spends() {
+    let _alone = crate::alone();
     let server = TempServer::start();
     runtime().block_on(async {
         let admin = server.database("trips", 2).await;
