@@ -62,35 +62,9 @@ impl MeteredProxy {
     /// Listens on a free loopback port; every chunk the server sends reaches
     /// the client `reply_delay` after it left the server, in order.
     pub fn start(target_port: u16, reply_delay: Duration) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
-        let port = listener.local_addr().expect("proxy address").port();
-        let traffic = Arc::new(Mutex::new(Traffic::default()));
-        let (counts, cut) = (traffic.clone(), Cut::default());
-        let clients = Arc::new(Mutex::new(Vec::new()));
-        let (link, open) = (cut.clone(), clients.clone());
-        let freeze = Freeze::default();
-        let frozen = freeze.clone();
-        thread::spawn(move || {
-            for client in listener.incoming().flatten() {
-                counts.lock().expect("traffic").connections += 1;
-                let link = Link {
-                    meter: counts.clone(),
-                    cut: link.clone(),
-                    freeze: frozen.clone(),
-                    clients: open.clone(),
-                    up: Delay::None,
-                    down: Delay::Fixed(reply_delay),
-                };
-                link.open(client, target_port);
-            }
-        });
-        Self {
-            port,
-            traffic,
-            cut,
-            freeze,
-            clients,
-        }
+        Self::serve(target_port, move |_| {
+            (Delay::None, Delay::Fixed(reply_delay))
+        })
     }
 
     /// Listens on a free loopback port; every chunk, either way, reaches
@@ -99,6 +73,16 @@ impl MeteredProxy {
     /// message takes a few milliseconds, as madsim's default (1-10 ms a
     /// message) is, where loopback takes microseconds.
     pub fn with_latency(target_port: u16, min_ms: u64, max_ms: u64, seed: u64) -> Self {
+        Self::serve(target_port, move |n| {
+            let stream = seed ^ (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let up = Delay::uniform(min_ms, max_ms, stream);
+            (up, Delay::uniform(min_ms, max_ms, !stream))
+        })
+    }
+
+    /// Listens on a free loopback port and forwards the `n`-th connection
+    /// with the delays `delays(n)` gives (to the server, to the client).
+    fn serve(target_port: u16, delays: impl Fn(usize) -> (Delay, Delay) + Send + 'static) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
         let port = listener.local_addr().expect("proxy address").port();
         let traffic = Arc::new(Mutex::new(Traffic::default()));
@@ -110,14 +94,14 @@ impl MeteredProxy {
         thread::spawn(move || {
             for (n, client) in listener.incoming().flatten().enumerate() {
                 counts.lock().expect("traffic").connections += 1;
-                let stream = seed ^ (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                let (up, down) = delays(n);
                 let link = Link {
                     meter: counts.clone(),
                     cut: link.clone(),
                     freeze: frozen.clone(),
                     clients: open.clone(),
-                    up: Delay::uniform(min_ms, max_ms, stream),
-                    down: Delay::uniform(min_ms, max_ms, !stream),
+                    up,
+                    down,
                 };
                 link.open(client, target_port);
             }
