@@ -173,3 +173,85 @@ fn check_protects_its_input_and_partial_drops_a_cut_last_line() {
     assert!(err.contains("is not a folder"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `explore` refuses an output it could not write before it sweeps (its
+/// stdout stays empty, no run was spent), and an output that fails only
+/// when written, after the sweep, still leaves the summary printed, names
+/// the file and leaves nothing half-written behind.
+#[test]
+fn explore_checks_its_outputs_before_the_sweep_and_prints_its_summary_whatever_the_files_do() {
+    let dir = test_support::private_dir("sim-outputs-").keep();
+    let at = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let sweep = |outputs: &[&str]| {
+        let mut args = vec!["explore", "--seeds", "3", "-q"];
+        args.extend_from_slice(outputs);
+        sim(&args)
+    };
+    std::fs::create_dir(dir.join("taken")).unwrap();
+    std::fs::write(dir.join("taken/index.html"), "an older report").unwrap();
+    std::fs::write(dir.join("plain"), "a file, not a folder").unwrap();
+    let refused: [(&[&str], &str); 4] = [
+        (&["--report", &at("taken")], "exists; pass --force"),
+        (&["--report", &at("plain/page")], "is not a folder"),
+        (&["--summary", &at("plain")], "exists; pass --force"),
+        // Not even root may make a file here: a folder that refuses
+        // files, found before the sweep rather than after it.
+        (
+            &["--report", "/proc/self/sim-report"],
+            "cannot make a file in /proc/self",
+        ),
+    ];
+    for (outputs, why) in refused {
+        let (code, out, err) = sweep(outputs);
+        assert_eq!(code, 2, "{outputs:?}: {err}");
+        assert!(err.contains(why), "{outputs:?}: {err}");
+        assert!(
+            out.is_empty(),
+            "{outputs:?} was refused after the sweep:\n{out}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.join("taken/index.html")).unwrap(),
+        "an older report"
+    );
+
+    // A file-size limit of zero makes every write to a file fail, as a
+    // full disk does, while stdout (a pipe) still works.
+    let output = std::process::Command::new("sh")
+        .args(["-c", "ulimit -f 0 && trap '' XFSZ && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_sim"))
+        .args([
+            "explore",
+            "--seeds",
+            "3",
+            "-q",
+            "--summary",
+            &at("summary.json"),
+        ])
+        .output()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(
+        out.contains("3 runs"),
+        "the summary is printed first:\n{out}"
+    );
+    assert!(
+        err.contains("--summary") && err.contains("summary.json") && err.contains("too large"),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(
+        !left
+            .iter()
+            .any(|name| name.starts_with(".sim-") || name == "summary.json"),
+        "left behind: {left:?}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -60,9 +60,38 @@ pub fn preflight(
         .collect();
     distinct(inputs, &named)?;
     for (flag, path) in &named {
-        may_write(path, force).map_err(|problem| format!("{flag} {problem}"))?;
+        may_write(path, force)
+            .and_then(|()| folder_takes_files(path))
+            .map_err(|problem| format!("{flag} {problem}"))?;
     }
     Ok(())
+}
+
+/// Whether a file can be made beside `path`: a folder that exists but
+/// refuses new files (read-only, a full inode table, `/proc`) would
+/// otherwise be found only when the write comes, after the work.
+fn folder_takes_files(path: &Path) -> Result<(), String> {
+    let probe = beside(path);
+    interrupt::track(&probe);
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe);
+    if made.is_ok() {
+        let _ = std::fs::remove_file(&probe);
+    }
+    interrupt::untrack(&probe);
+    made.map(drop).map_err(|error| {
+        let folder = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        format!(
+            "{}: cannot make a file in {}: {error}",
+            path.display(),
+            folder.display()
+        )
+    })
 }
 
 /// Refuses outputs that name one file twice, or name an input: with
