@@ -1,13 +1,25 @@
 //! `scripts/throwaway-postgres`, as README and `.ci/run` use it: two
 //! servers started side by side on one host get folders and ports of their
-//! own, `stop` finds each through the export line, and a start that fails
-//! says why and where the server's log is.
+//! own, `stop` finds each through the export line and unsets it, a server
+//! asks every connection for its password, a port taken between the probe
+//! and the start is not fatal, and a start that fails says why and where
+//! the server's log is.
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::process::{Command, Output};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/throwaway-postgres");
+
+/// The script's starts on automatic ports, one at a time: a test that
+/// holds a port must not see another test's start take it first.
+static PORTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn ports() -> std::sync::MutexGuard<'static, ()> {
+    PORTS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// Runs the script with `args`, the environment's own choices of folder
 /// and port removed, and `env` set.
@@ -43,6 +55,7 @@ fn exported(output: &Output) -> BTreeMap<String, String> {
 
 #[test]
 fn two_servers_on_one_host_get_folders_and_ports_of_their_own() {
+    let _ports = ports();
     let first = exported(&script(&["start"], &[]));
     let second = exported(&script(&["start"], &[]));
     for key in ["DATABASE_URL", "RETENTION_PG_DIR", "RETENTION_PG_PORT"] {
@@ -61,6 +74,11 @@ fn two_servers_on_one_host_get_folders_and_ports_of_their_own() {
         ];
         let stopped = script(&["stop"], &env);
         assert!(stopped.status.success(), "{stopped:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&stopped.stdout).trim(),
+            "unset DATABASE_URL RETENTION_PG_DIR RETENTION_PG_PORT",
+            "eval of stop's output leaves the shell ready for a fresh start"
+        );
         assert!(
             !std::path::Path::new(&server["RETENTION_PG_DIR"]).exists(),
             "stop leaves the folder"
@@ -128,4 +146,120 @@ fn a_tests_server_folder_is_private_and_unguessable() {
     );
     drop(server);
     assert!(!folder.exists(), "the server's folder outlives it");
+}
+
+/// The first message a server sends a client that asks to log in as
+/// `postgres`: its authentication request code (0 lets it in, 10 asks for
+/// SCRAM).
+fn authentication_asked(port: u16) -> i32 {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let mut body = 196_608_i32.to_be_bytes().to_vec(); // protocol 3.0
+    body.extend_from_slice(b"user\0postgres\0database\0postgres\0\0");
+    let length = i32::try_from(body.len() + 4).expect("a short message");
+    stream.write_all(&length.to_be_bytes()).expect("send");
+    stream.write_all(&body).expect("send");
+    let mut reply = [0_u8; 9];
+    stream.read_exact(&mut reply).expect("a reply");
+    assert_eq!(reply[0], b'R', "an authentication request: {reply:?}");
+    i32::from_be_bytes(reply[5..9].try_into().expect("four bytes"))
+}
+
+/// Another user of the host cannot log in as the server's superuser: the
+/// server asks for a password, which only its folder (private) and the
+/// export line hold.
+#[test]
+fn the_server_asks_every_connection_for_its_own_password() {
+    use std::os::unix::fs::PermissionsExt;
+    let _ports = ports();
+    let server = exported(&script(&["start"], &[]));
+    let port: u16 = server["RETENTION_PG_PORT"].parse().expect("a port");
+    let asked = authentication_asked(port);
+    let folder = std::path::Path::new(&server["RETENTION_PG_DIR"]);
+    let password = std::fs::read_to_string(folder.join("password")).expect("the password file");
+    let mode = std::fs::metadata(folder)
+        .expect("the folder")
+        .permissions()
+        .mode();
+    let env = [
+        ("RETENTION_PG_DIR", server["RETENTION_PG_DIR"].as_str()),
+        ("RETENTION_PG_PORT", server["RETENTION_PG_PORT"].as_str()),
+    ];
+    assert!(script(&["stop"], &env).status.success());
+    assert_eq!(asked, 10, "the server let a client in without a password");
+    assert!(
+        password.trim().len() >= 24,
+        "a short password: {password:?}"
+    );
+    assert!(
+        server["DATABASE_URL"].contains(&format!("postgres:{}@", password.trim())),
+        "{server:?}"
+    );
+    assert_eq!(mode & 0o077, 0, "the folder is open to others: {mode:o}");
+}
+
+/// A port the script found free but another program bound before the
+/// server could: the script takes the next free one rather than failing.
+#[test]
+fn a_port_taken_between_the_probe_and_the_start_is_passed_over() {
+    use socket2::{Domain, Socket, Type};
+    let _ports = ports();
+    // Bound but not listening: a connect is refused (the probe sees a free
+    // port) while the server's bind fails (the port is taken).
+    let holder = (54_329..55_329)
+        .find_map(|port| {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return None;
+            }
+            let socket = Socket::new(Domain::IPV4, Type::STREAM, None).ok()?;
+            let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+            socket.bind(&address.into()).ok()?;
+            Some((port, socket))
+        })
+        .expect("a free port to hold");
+    let started = script(&["start"], &[]);
+    let stderr = String::from_utf8_lossy(&started.stderr).into_owned();
+    let server = exported(&started);
+    let env = [
+        ("RETENTION_PG_DIR", server["RETENTION_PG_DIR"].as_str()),
+        ("RETENTION_PG_PORT", server["RETENTION_PG_PORT"].as_str()),
+    ];
+    assert!(script(&["stop"], &env).status.success());
+    drop(holder.1);
+    assert_ne!(
+        server["RETENTION_PG_PORT"],
+        holder.0.to_string(),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "port {} was taken before the server bound it",
+            holder.0
+        )),
+        "{stderr}"
+    );
+}
+
+/// `stop` removes what a start made and nothing else: RETENTION_PG_DIR may
+/// name a folder that already held files.
+#[test]
+fn stop_keeps_files_it_did_not_make() {
+    let _ports = ports();
+    let dir = test_support::private_dir("throwaway-kept-").keep();
+    std::fs::write(dir.join("notes.txt"), "mine").expect("write");
+    let folder = dir.to_str().expect("a UTF-8 path");
+    let server = exported(&script(&["start"], &[("RETENTION_PG_DIR", folder)]));
+    let env = [
+        ("RETENTION_PG_DIR", folder),
+        ("RETENTION_PG_PORT", server["RETENTION_PG_PORT"].as_str()),
+    ];
+    let stopped = script(&["stop"], &env);
+    assert!(stopped.status.success(), "{stopped:?}");
+    assert!(String::from_utf8_lossy(&stopped.stderr).contains("kept"));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).expect("kept"),
+        "mine"
+    );
+    assert!(!dir.join("data").exists(), "the server's files stay");
+    std::fs::remove_dir_all(&dir).expect("clean up");
 }
