@@ -137,7 +137,12 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
         .map(|index| {
             // Replica 1's network draws what the single proxy drew before.
             let seed = spec.seed ^ u64::from(index - 1).wrapping_mul(0xA24B_AED4_963E_E407);
-            MeteredProxy::with_latency(server.port(), NETWORK_MS_MIN, NETWORK_MS_MAX, seed)
+            let network =
+                MeteredProxy::with_latency(server.port(), NETWORK_MS_MIN, NETWORK_MS_MAX, seed);
+            // The adapter bounds a cancel by the call's timeout, as the
+            // simulator's kernel does.
+            network.cancels_give_up_after_ms(spec.rpc_timeout_ms);
+            network
         })
         .collect();
     let workers_pool = |index: u32| {

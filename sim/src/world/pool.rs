@@ -129,7 +129,11 @@ impl Lent {
                 caller: self.caller,
                 trip: format!("{trip:?}"),
             };
-            self.session().call(request).await??;
+            let session = self.session();
+            match trip {
+                RoundTrip::Handshake => session.handshake(request).await??,
+                _ => session.call(request).await??,
+            }
         }
         Ok(())
     }

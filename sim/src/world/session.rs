@@ -100,13 +100,13 @@ impl Kernel {
 
     /// The delay TCP adds to one message: a retransmission timeout for
     /// every time in a row the network loses it.
-    fn retransmission_ms(&self) -> u64 {
+    fn retransmission_ms(&self, first_rto_ms: u64) -> u64 {
         if self.loss_permille == 0 {
             return 0;
         }
         let mut rng = self.rng.lock().expect("net rng");
-        let (mut delay_ms, mut rto_ms) = (0, FIRST_RTO_MS);
-        while rng.gen_range(0..1_000) < self.loss_permille && rto_ms <= 64 * FIRST_RTO_MS {
+        let (mut delay_ms, mut rto_ms) = (0, first_rto_ms);
+        while rng.gen_range(0..1_000) < self.loss_permille && rto_ms <= 64 * first_rto_ms {
             delay_ms += rto_ms;
             rto_ms *= 2;
         }
@@ -183,8 +183,14 @@ impl Session {
     }
 
     /// Puts `request` on the wire from the kernel: delayed by TCP's
-    /// retransmissions, answered to `answer` (if anyone still listens).
-    fn transmit<R: OnConnection>(&self, request: R, answer: Option<oneshot::Sender<Reply<R>>>) {
+    /// retransmissions (the first after `first_rto_ms`), answered to
+    /// `answer` (if anyone still listens).
+    fn transmit<R: OnConnection>(
+        &self,
+        request: R,
+        answer: Option<oneshot::Sender<Reply<R>>>,
+        first_rto_ms: u64,
+    ) {
         if self.closed.load(Ordering::Relaxed) {
             // A closed socket sends nothing; a waiting caller hears so.
             return;
@@ -194,16 +200,16 @@ impl Session {
         let kernel = self.kernel.clone();
         self.kernel.node.spawn(async move {
             let endpoint = bound(&kernel.socket).await;
-            sleep_ms(kernel.retransmission_ms()).await;
-            sleep_ms(kernel.held_ms(FIRST_RTO_MS)).await;
+            sleep_ms(kernel.retransmission_ms(first_rto_ms)).await;
+            sleep_ms(kernel.held_ms(first_rto_ms)).await;
             let reply = endpoint.call(DB_ADDR, request).await;
             if reply.is_err() {
                 // Never delivered: later messages must not wait for it.
                 kernel.db.turn_lost(session, seq);
             }
             if let Some(answer) = answer {
-                sleep_ms(kernel.retransmission_ms()).await;
-                sleep_ms(kernel.held_ms(FIRST_RTO_MS)).await;
+                sleep_ms(kernel.retransmission_ms(first_rto_ms)).await;
+                sleep_ms(kernel.held_ms(first_rto_ms)).await;
                 // The caller may have given up; the statement ran anyway.
                 let _ = answer.send(reply);
             }
@@ -212,8 +218,23 @@ impl Session {
 
     /// Sends `request` and waits for its answer; retransmissions delay it.
     pub async fn call<R: OnConnection>(&self, request: R) -> Result<R::Response, CallError> {
+        self.exchange(request, FIRST_RTO_MS).await
+    }
+
+    /// The connection's opening handshake: a SYN and its SYN-ACK, each
+    /// first sent again after a second rather than 200 ms (Linux's
+    /// `TCP_TIMEOUT_INIT`), as real mode's proxy holds them across a cut.
+    pub async fn handshake<R: OnConnection>(&self, request: R) -> Result<R::Response, CallError> {
+        self.exchange(request, SYN_FIRST_RTO_MS).await
+    }
+
+    async fn exchange<R: OnConnection>(
+        &self,
+        request: R,
+        first_rto_ms: u64,
+    ) -> Result<R::Response, CallError> {
         let (answer, answered) = oneshot::channel();
-        self.transmit(request, Some(answer));
+        self.transmit(request, Some(answer), first_rto_ms);
         match answered.await {
             Ok(Ok(reply)) => Ok(reply),
             Ok(Err(error)) => Err(CallError::ambiguous(format!("network: {error}"))),
@@ -224,7 +245,7 @@ impl Session {
     /// Sends `request` after everything sent before it, without waiting
     /// for its answer (pipelined, as tokio-postgres sends a `ROLLBACK`).
     pub fn send<R: OnConnection>(&self, request: R) {
-        self.transmit(request, None);
+        self.transmit(request, None, FIRST_RTO_MS);
     }
 
     /// Closes the connection after what was sent: the database sees it
@@ -243,7 +264,7 @@ impl Session {
             session: self.id,
             seq: 0,
         };
-        self.transmit(CloseReq { caller }, None);
+        self.transmit(CloseReq { caller }, None, FIRST_RTO_MS);
         self.closed.store(true, Ordering::Relaxed);
     }
 

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -56,6 +56,7 @@ pub struct MeteredProxy {
     freeze: Freeze,
     /// The proxy's end of each client connection forwarded so far.
     clients: Clients,
+    cancel_bound_ms: Arc<AtomicU64>,
 }
 
 impl MeteredProxy {
@@ -91,6 +92,8 @@ impl MeteredProxy {
         let (link, open) = (cut.clone(), clients.clone());
         let freeze = Freeze::default();
         let frozen = freeze.clone();
+        let cancel_bound_ms = Arc::new(AtomicU64::new(u64::MAX));
+        let bound = cancel_bound_ms.clone();
         thread::spawn(move || {
             for (n, client) in listener.incoming().flatten().enumerate() {
                 counts.lock().expect("traffic").connections += 1;
@@ -100,6 +103,7 @@ impl MeteredProxy {
                     cut: link.clone(),
                     freeze: frozen.clone(),
                     clients: open.clone(),
+                    cancel_bound_ms: bound.clone(),
                     up,
                     down,
                 };
@@ -112,7 +116,16 @@ impl MeteredProxy {
             cut,
             freeze,
             clients,
+            cancel_bound_ms,
         }
+    }
+
+    /// A cancel request whose connection waits longer than `bound_ms` for
+    /// its handshake across a cut never reaches the server: its client
+    /// (the adapter, which bounds a cancel by the call's timeout) gave up
+    /// first. Unbounded until set.
+    pub fn cancels_give_up_after_ms(&self, bound_ms: u64) {
+        self.cancel_bound_ms.store(bound_ms, Ordering::SeqCst);
     }
 
     /// Cuts the clients off from the server from now for `for_ms`: bytes
@@ -176,6 +189,7 @@ struct Link {
     cut: Cut,
     freeze: Freeze,
     clients: Clients,
+    cancel_bound_ms: Arc<AtomicU64>,
     up: Delay,
     down: Delay,
 }
@@ -195,9 +209,19 @@ impl Link {
             // What the client wrote meanwhile (a real client could not
             // have: its connect had not returned) goes first; a client
             // that closed meanwhile had given up, and nothing reaches the
-            // server.
-            if let Some(early) = unread_unless_closed(&client) {
-                self.forward(client, early, target_port);
+            // server, but for a cancel sent within its bound.
+            match unread(&client) {
+                Some((early, true)) => self.forward(client, early, target_port),
+                // tokio-postgres writes a cancel request and closes at
+                // once; a real client would have written it once its
+                // connect returned, unless it gave up waiting first.
+                Some((early, false))
+                    if is_cancel_request(&early)
+                        && handshake_ms <= self.cancel_bound_ms.load(Ordering::SeqCst) =>
+                {
+                    self.forward(client, early, target_port);
+                }
+                _ => {}
             }
         });
     }
@@ -215,6 +239,7 @@ impl Link {
             clients,
             up,
             down,
+            ..
         } = self;
         let severed = Arc::new(AtomicBool::new(false));
         clients
@@ -277,8 +302,9 @@ impl Freeze {
     }
 }
 
-/// What `client` sent and nobody read yet, or `None` if it has closed.
-fn unread_unless_closed(client: &TcpStream) -> Option<Vec<u8>> {
+/// What `client` sent and nobody read yet, and whether it is still open;
+/// `None` if its socket failed.
+fn unread(client: &TcpStream) -> Option<(Vec<u8>, bool)> {
     client.set_nonblocking(true).ok()?;
     let mut unread = Vec::new();
     let mut buf = [0u8; 16 * 1024];
@@ -291,7 +317,15 @@ fn unread_unless_closed(client: &TcpStream) -> Option<Vec<u8>> {
         }
     };
     client.set_nonblocking(false).ok()?;
-    open.then_some(unread)
+    Some((unread, open))
+}
+
+/// Whether `bytes` are exactly one `CancelRequest`: length 16, then the
+/// request code 80877102.
+fn is_cancel_request(bytes: &[u8]) -> bool {
+    bytes.len() == 16
+        && bytes[..4] == 16u32.to_be_bytes()
+        && bytes[4..8] == 80_877_102u32.to_be_bytes()
 }
 
 /// How long each chunk waits in the proxy.
