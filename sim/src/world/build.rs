@@ -31,9 +31,16 @@ pub fn runtime(spec: &RunSpec) -> Runtime {
     // connection's, and TCP delays a lost packet rather than losing it
     // (`session.rs` models that).
     let mut runtime = Runtime::with_seed_and_config(spec.seed, madsim::Config::default());
-    // A run that outlives its schedule by this much is stuck: madsim stops it
-    // with a panic instead of letting it spin on.
-    runtime.set_time_limit(Duration::from_millis(spec.duration_ms + STUCK_AFTER_MS));
+    // A run that outlives its schedule, the wait for its stops and this
+    // much more is stuck: madsim stops it with a panic instead of letting
+    // it spin on. The wait for the stops is bounded by itself
+    // (`settle_stops`), so reaching the limit is a harness bug, never a
+    // plan's: a pause or a timeout of an hour ends as a verdict.
+    let limit_ms = spec
+        .duration_ms
+        .saturating_add(spec.stop_bound_ms())
+        .saturating_add(STUCK_AFTER_MS);
+    runtime.set_time_limit(Duration::from_millis(limit_ms));
     runtime
 }
 

@@ -406,3 +406,33 @@ fn impossible_histories_are_refused_not_judged() {
     }
     History::from_jsonl(&text(&crashed)).expect("the run itself is a valid history");
 }
+
+/// Plans inside every documented range whose stops settle long after the
+/// schedule: a pause of over ten minutes, and an hour's cut or batch under
+/// an hour's call timeout. madsim's time limit once ended each with a
+/// panic (exit 101) and no verdict; each is judged now.
+#[test]
+fn a_pause_or_timeout_of_an_hour_ends_in_a_verdict_not_a_panic() {
+    let tokens = [
+        r#"{"seed":1,"replicas":1,"events":[{"kind":"pause","replica":1,"at_ms":100,"for_ms":700000}]}"#,
+        r#"{"seed":1,"replicas":1,"rpc_timeout_ms":3600000,"events":[{"kind":"partition","replica":1,"at_ms":100,"for_ms":3600000}]}"#,
+        r#"{"seed":1,"replicas":1,"rpc_timeout_ms":3600000,"statement_timeout_ms":0,"db_batch_ms_min":3600000,"db_batch_ms_max":3600000}"#,
+    ];
+    for token in tokens {
+        let spec = retention_sim::report::parse_token(token).expect("a valid token");
+        let history = retention_sim::Sim::new(&spec).run().expect("a valid plan");
+        let verdict = retention_sim::check(&history);
+        assert!(
+            verdict.violations.is_empty(),
+            "{token}: {:?}",
+            verdict.violations
+        );
+        assert!(
+            history
+                .events
+                .iter()
+                .any(|e| matches!(e.kind, retention_sim::model::EventKind::Final { .. })),
+            "{token}: the run did not reach its end"
+        );
+    }
+}
