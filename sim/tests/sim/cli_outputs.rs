@@ -255,3 +255,77 @@ fn explore_checks_its_outputs_before_the_sweep_and_prints_its_summary_whatever_t
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A run too large to draw still prints its timeline and verdict (the
+/// picture's refusal comes after them), and among several scenario files
+/// one too large to draw neither stops the others nor loses the tally.
+#[test]
+fn a_picture_too_large_to_draw_loses_nothing_else() {
+    let dir = test_support::private_dir("sim-large-").keep();
+    let svg = dir.join("run.svg");
+    // A clock ten times fast over an hour: some 65,000 events, in 0.4 s.
+    let large = [
+        "run",
+        "--seed",
+        "1",
+        "--replicas",
+        "5",
+        "--duration-ms",
+        "3600000",
+        "--clock-rate",
+        "1:0:10000",
+    ];
+    let history = dir.join("run.jsonl");
+    let mut args = large.to_vec();
+    args.extend(["--svg", svg.to_str().unwrap()]);
+    args.extend(["--jsonl", history.to_str().unwrap()]);
+    let (code, out, err) = sim(&args);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("a picture is drawn for at most"), "{err}");
+    assert!(
+        out.contains("verdict for seed 1") && out.contains("replay: "),
+        "lost: {out:.400}"
+    );
+    assert!(!svg.exists());
+    let (code, out, err) = sim(&[
+        "check",
+        history.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("a picture is drawn for at most"), "{err}");
+    assert!(
+        out.contains("0 violations"),
+        "the verdict is lost: {out:.400}"
+    );
+
+    let heavy = dir.join("heavy.toml");
+    std::fs::write(
+        &heavy,
+        "name = \"heavy\"\ndescription = \"too many events to draw\"\nclauses = [\"FEN-1\"]\n\
+         [run]\nseed = 1\nreplicas = 5\nduration_ms = 3600000\n\
+         [[run.events]]\nkind = \"clock_rate\"\nreplica = 1\nat_ms = 0\nrate_permille = 10000\n\
+         [expect]\n",
+    )
+    .unwrap();
+    let light = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/stop-is-terminal.toml"
+    );
+    let pictures = dir.join("pictures");
+    std::fs::create_dir(&pictures).unwrap();
+    let (code, out, err) = sim(&[
+        "scenario",
+        "-q",
+        heavy.to_str().unwrap(),
+        light,
+        "--svg",
+        pictures.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.contains("2 as expected, 0 not"), "{out}\n{err}");
+    assert!(err.contains("1 picture(s) not written"), "{err}");
+    assert!(pictures.join("stop-is-terminal.svg").is_file());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -79,9 +79,8 @@ pub fn check_file(
             NEED_THE_END.join(", ")
         );
     }
-    if let Some(path) = svg {
-        write_svg(path, &history, &verdict, force)?;
-    }
+    // Printed whatever becomes of the picture; a refusal comes last.
+    let unwritten = svg.and_then(|path| write_svg(path, &history, &verdict, force).err());
     if timeline {
         say!("{}", history.timeline());
     }
@@ -109,5 +108,8 @@ pub fn check_file(
         }
     }
     say!("{} violations", verdict.violations.len());
-    Ok(verdict.passed())
+    match unwritten {
+        Some(problem) => Err(problem),
+        None => Ok(verdict.passed()),
+    }
 }

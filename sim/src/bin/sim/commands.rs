@@ -32,7 +32,7 @@ pub fn picture(history: &History, verdict: &Verdict) -> Result<String, String> {
     if history.events.len() > MAX_PICTURE_EVENTS {
         return Err(format!(
             "the run recorded {} events; a picture is drawn for at most \
-             {MAX_PICTURE_EVENTS} (shorten the run; the timeline and --jsonl have every event)",
+             {MAX_PICTURE_EVENTS} (shorten the run; the printed timeline has every event)",
             history.events.len()
         ));
     }
@@ -74,9 +74,11 @@ pub fn run_one(spec: &RunSpec, outputs: &Outputs<'_>) -> Result<bool, String> {
         })?;
     }
     let verdict = check(&history);
-    if let Some(path) = outputs.svg {
-        write_svg(path, &history, &verdict, outputs.force)?;
-    }
+    // A picture that cannot be drawn or written loses none of the rest:
+    // the timeline and verdict are printed, then the refusal.
+    let unwritten = outputs
+        .svg
+        .and_then(|path| write_svg(path, &history, &verdict, outputs.force).err());
     say!("{}", history.timeline());
     say!("verdict for seed {}:\n{}", spec.seed, verdict.summary());
     if verdict.passed() {
@@ -108,7 +110,10 @@ pub fn run_one(spec: &RunSpec, outputs: &Outputs<'_>) -> Result<bool, String> {
             }
         }
     }
-    Ok(verdict.passed())
+    match unwritten {
+        Some(problem) => Err(problem),
+        None => Ok(verdict.passed()),
+    }
 }
 
 /// `sim shrink`: the smallest plan that still violates what `spec` does.
@@ -160,7 +165,7 @@ pub fn run_scenarios(
         ));
     }
     let (mut met, mut missed) = (0, 0);
-    let mut refused = Vec::new();
+    let (mut refused, mut unwritten) = (Vec::new(), Vec::new());
     for file in files {
         let mut scenario = match Scenario::load(file) {
             Ok(scenario) => scenario,
@@ -194,7 +199,11 @@ pub fn run_scenarios(
             } else {
                 path.to_owned()
             };
-            write_svg(&target, &history, &verdict, force)?;
+            // The file is still judged, and the rest still run.
+            if let Err(problem) = write_svg(&target, &history, &verdict, force) {
+                tell!("sim: {problem}");
+                unwritten.push(target.display().to_string());
+            }
         }
         if !quiet {
             say!("{}", scenario_report(&scenario, &history, &verdict));
@@ -230,13 +239,24 @@ pub fn run_scenarios(
             files.len()
         );
     }
+    let mut problems = Vec::new();
     if !refused.is_empty() {
-        return Err(format!(
+        problems.push(format!(
             "{} of {} scenario files refused: {}",
             refused.len(),
             files.len(),
             refused.join(", ")
         ));
+    }
+    if !unwritten.is_empty() {
+        problems.push(format!(
+            "{} picture(s) not written: {}",
+            unwritten.len(),
+            unwritten.join(", ")
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(problems.join("; "));
     }
     Ok(missed == 0)
 }
