@@ -11,6 +11,7 @@ mod deploy;
 mod determinism;
 mod docs;
 mod flaws;
+mod forged;
 mod fuzz;
 mod hostile;
 mod model;

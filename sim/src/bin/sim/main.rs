@@ -23,6 +23,7 @@ mod plan;
 mod progress;
 mod real;
 mod summary;
+mod summary_checks;
 mod sweep;
 mod takeover;
 mod tally;

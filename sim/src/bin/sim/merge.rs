@@ -108,7 +108,16 @@ pub fn merge(parts: &[(&Path, Summary)], command: &str) -> Result<(Summary, Vec<
                 ));
             }
         }
-        add(&mut merged, part);
+        add(&mut merged, part).map_err(|field| {
+            let added: Vec<String> = parts[..=at]
+                .iter()
+                .map(|(path, _)| path.display().to_string())
+                .collect();
+            format!(
+                "{field}: the summaries' counts add up past 2^64 - 1 ({}); one is damaged",
+                added.join(" + ")
+            )
+        })?;
     }
     merged.shards.held.sort_by_key(|shard| shard.index);
     merged.failures.sort_by_key(|failure| failure.seed);
@@ -173,20 +182,27 @@ fn j(value: &impl serde::Serialize) -> String {
     serde_json::to_string(value).expect("a field serialises")
 }
 
-/// Adds `part`'s runs to `merged`.
-fn add(merged: &mut Summary, part: &Summary) {
+/// Adds `part`'s runs to `merged`; a count that would pass 2^64 - 1 names
+/// its field instead.
+fn add(merged: &mut Summary, part: &Summary) -> Result<(), String> {
+    fn sum(total: &mut u64, more: u64, field: &str) -> Result<(), String> {
+        *total = total.checked_add(more).ok_or_else(|| field.to_owned())?;
+        Ok(())
+    }
     merged.shards.held.extend(part.shards.held.iter().copied());
-    merged.runs += part.runs;
-    merged.failed_runs += part.failed_runs;
-    merged.violations += part.violations;
+    sum(&mut merged.runs, part.runs, "runs")?;
+    sum(&mut merged.failed_runs, part.failed_runs, "failed_runs")?;
+    sum(&mut merged.violations, part.violations, "violations")?;
     for (clause, count) in &part.violations_by_clause {
-        *merged
+        let total = merged
             .violations_by_clause
             .entry(clause.clone())
-            .or_default() += count;
+            .or_default();
+        sum(total, *count, &format!("violations_by_clause.{clause}"))?;
     }
     for (probe, count) in &part.coverage {
-        *merged.coverage.entry(probe.clone()).or_default() += count;
+        let total = merged.coverage.entry(probe.clone()).or_default();
+        sum(total, *count, &format!("coverage.{probe}"))?;
     }
     merged.wall_secs += part.wall_secs;
     merged.simulated_secs += part.simulated_secs;
@@ -195,4 +211,5 @@ fn add(merged: &mut Summary, part: &Summary) {
         (a, b) => a.or(b),
     };
     merged.failures.extend(part.failures.iter().cloned());
+    Ok(())
 }

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use retention_sim::report::{HISTORY_LIMIT_BYTES, read_text};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -160,7 +161,12 @@ impl Summary {
     /// or whose counts do not add up; errors name the file and the field.
     pub fn load(path: &Path) -> Result<Self, String> {
         let where_ = path.display();
-        let text = std::fs::read_to_string(path).map_err(|error| format!("{where_}: {error}"))?;
+        // A summary holds a line per failure: a few MB for the largest
+        // sweeps; anything past the history limit is not one.
+        let text = read_text(path, HISTORY_LIMIT_BYTES).map_err(|error| match error.line {
+            Some(line) => format!("{where_}:{line}: {}", error.problem),
+            None => format!("{where_}: {}", error.problem),
+        })?;
         let value: Value =
             serde_json::from_str(&text).map_err(|error| format!("{where_}: {error}"))?;
         match value.get("format").and_then(Value::as_str) {
@@ -184,6 +190,7 @@ impl Summary {
             serde_json::from_str(&text).map_err(|error| format!("{where_}: {error}"))?;
         summary
             .consistent()
+            .and_then(|()| crate::summary_checks::plausible(&summary))
             .map_err(|problem| format!("{where_}: {problem}"))?;
         Ok(summary)
     }
@@ -195,6 +202,8 @@ impl Summary {
             return Err("shards: holds no shard".into());
         }
         let mut expected_runs: u64 = 0;
+        // Each shard's runs are at most the sweep's seeds, and the shards
+        // are distinct: the sum cannot pass the seeds, let alone 2^64.
         for (at, part) in shards.held.iter().enumerate() {
             if !(1..=shards.count).contains(&part.index) || part.visited > self.sweep.seeds {
                 return Err(format!(
@@ -224,11 +233,15 @@ impl Summary {
                 self.runs
             ));
         }
-        let by_clause: u64 = self.violations_by_clause.values().sum();
-        if by_clause != self.violations {
+        let by_clause = self
+            .violations_by_clause
+            .values()
+            .try_fold(0u64, |sum, count| sum.checked_add(*count));
+        if by_clause != Some(self.violations) {
             return Err(format!(
-                "violations: {} but violations_by_clause adds up to {by_clause}",
-                self.violations
+                "violations: {} but violations_by_clause adds up to {}",
+                self.violations,
+                by_clause.map_or("more than 2^64 - 1".to_owned(), |sum| sum.to_string())
             ));
         }
         for (at, failure) in self.failures.iter().enumerate() {

@@ -1,0 +1,147 @@
+//! What a summary's counts and plans must agree on beyond its shape: names
+//! this build knows, tokens that replay the failure they stand for, sums
+//! that fit in 64 bits; so a damaged or forged summary is refused naming
+//! its field, never merged into a verdict.
+
+use retention_sim::checker::{CLAUSES, PROBES};
+use retention_sim::report::parse_token;
+
+use crate::summary::{Build, Failure, Summary};
+
+/// Checks of `summary` that `Summary::consistent` leaves out: its clause
+/// and probe names, its failures' tokens, its numbers' ranges.
+pub fn plausible(summary: &Summary) -> Result<(), String> {
+    let sweep = &summary.sweep;
+    if sweep.seeds == 0 || sweep.start.checked_add(sweep.seeds - 1).is_none() {
+        return Err(format!(
+            "sweep: {} seeds from {} is not a range of seeds (empty, or past 2^64 - 1)",
+            sweep.seeds, sweep.start
+        ));
+    }
+    let interrupted = summary.shards.held.iter().any(|s| s.visited < sweep.seeds);
+    if summary.partial != interrupted {
+        return Err(format!(
+            "partial: {} but {}",
+            summary.partial,
+            if interrupted {
+                "a shard stopped early"
+            } else {
+                "every shard held visited all its seeds"
+            }
+        ));
+    }
+    for (field, value) in [
+        ("wall_secs", summary.wall_secs),
+        ("simulated_secs", summary.simulated_secs),
+        ("peak_rss_mb", summary.peak_rss_mb.unwrap_or(0.0)),
+    ] {
+        if !value.is_finite() || value < 0.0 {
+            return Err(format!(
+                "{field}: {value} is not a measure (negative or not finite)"
+            ));
+        }
+    }
+    let known_clause = |clause: &str| CLAUSES.iter().any(|(id, _)| *id == clause);
+    for (clause, count) in &summary.violations_by_clause {
+        if !known_clause(clause) {
+            return Err(format!(
+                "violations_by_clause: {clause} is not a clause of the contract"
+            ));
+        }
+        if *count == 0 {
+            return Err(format!(
+                "violations_by_clause.{clause}: 0 (a clause listed was violated)"
+            ));
+        }
+    }
+    // Probe names change with the build; another build's are not judged.
+    if summary.build == Build::current() {
+        for probe in summary.coverage.keys() {
+            if !PROBES.iter().any(|(name, _)| name == probe) {
+                return Err(format!("coverage: {probe} is not a probe of this build"));
+            }
+        }
+    }
+    for (at, failure) in summary.failures.iter().enumerate() {
+        failure_plausible(summary, failure)
+            .map_err(|problem| format!("failures[{at}].{problem}"))?;
+    }
+    Ok(())
+}
+
+/// One failure: its clauses known and counted, its tokens valid plans of
+/// this sweep for its own seed, its shrunk clause its first.
+fn failure_plausible(summary: &Summary, failure: &Failure) -> Result<(), String> {
+    for (at, clause) in failure.clauses.iter().enumerate() {
+        if !CLAUSES.iter().any(|(id, _)| id == clause) {
+            return Err(format!(
+                "clauses[{at}]: {clause} is not a clause of the contract"
+            ));
+        }
+        if failure.clauses[..at].contains(clause) {
+            return Err(format!("clauses[{at}]: {clause} is listed twice"));
+        }
+        let counted = summary
+            .violations_by_clause
+            .get(clause)
+            .copied()
+            .unwrap_or(0);
+        let listing = summary
+            .failures
+            .iter()
+            .filter(|f| f.clauses.contains(clause))
+            .count() as u64;
+        if counted < listing {
+            return Err(format!(
+                "clauses[{at}]: {clause} is violated by {listing} failures listed, but \
+                 violations_by_clause counts {counted}"
+            ));
+        }
+    }
+    let plan = |field: &str, token: &serde_json::Value| {
+        let spec =
+            parse_token(&token.to_string()).map_err(|problem| format!("{field}: {problem}"))?;
+        let flaw = spec.flaw.map(|flaw| flaw.name().to_owned());
+        if flaw != summary.sweep.flaw {
+            let name = |flaw: &Option<String>| flaw.clone().unwrap_or_else(|| "no flaw".into());
+            return Err(format!(
+                "{field}: runs {}, but the sweep ran {}",
+                name(&flaw),
+                name(&summary.sweep.flaw)
+            ));
+        }
+        Ok(spec)
+    };
+    let drawn = plan("token", &failure.token)?;
+    if drawn.seed != failure.seed {
+        return Err(format!(
+            "token: seed {} for the failure of seed {}",
+            drawn.seed, failure.seed
+        ));
+    }
+    if let Some(replicas) = summary.sweep.replicas
+        && drawn.replicas != replicas
+    {
+        return Err(format!(
+            "token: {} replicas, but the sweep ran {replicas}",
+            drawn.replicas
+        ));
+    }
+    if let Some(shrunk) = &failure.shrunk {
+        plan("shrunk.token", &shrunk.token)?;
+        if failure.clauses.first() != Some(&shrunk.clause) {
+            return Err(format!(
+                "shrunk.clause: {}, but the failure's first clause (the one shrunk) is {}",
+                shrunk.clause,
+                failure.clauses.first().map_or("none", String::as_str)
+            ));
+        }
+        if shrunk.size_after > shrunk.size_before {
+            return Err(format!(
+                "shrunk: size {} after, {} before: a shrink never grows a plan",
+                shrunk.size_after, shrunk.size_before
+            ));
+        }
+    }
+    Ok(())
+}
