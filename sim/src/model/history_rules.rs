@@ -7,7 +7,7 @@ use retention_worker::{MAX_BATCH_SIZE, MAX_TERM_ROW_CAP};
 
 use super::history::{Actor, Event, EventKind, Header, LeaseRec, Outcome};
 use super::names::OpKind;
-use super::ranges::{DAY_MS, MAX_ROWS};
+use super::ranges::{DAY_MS, HOUR_MS, MAX_ROWS};
 
 /// The header's fields against the ranges a run can have.
 pub(super) fn header_problems(header: &Header) -> Vec<String> {
@@ -39,6 +39,15 @@ pub(super) fn header_problems(header: &Header) -> Vec<String> {
             let field = format!("skews_ms[{index}]");
             outside(&field, skew.to_string(), format!("-{DAY_MS}..={DAY_MS}"));
         }
+    }
+    // The bound every run's header carries (`RunSpec::stop_bound_ms`):
+    // three call timeouts of 1 ms to an hour, the longest pause (at most
+    // an hour) and a second. Outside it the worker would be judged by an
+    // obligation no run ever set.
+    let stop_bounds = (3 + 1_000)..=(3 * HOUR_MS + HOUR_MS + 1_000);
+    if !stop_bounds.contains(&header.stop_bound_ms) {
+        let range = format!("{}..={}", stop_bounds.start(), stop_bounds.end());
+        outside("stop_bound_ms", header.stop_bound_ms.to_string(), range);
     }
     if header.skews_ms.len() != header.replicas as usize {
         problems.push(format!(

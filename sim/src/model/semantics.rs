@@ -1,7 +1,8 @@
 //! What no run can record, each line valid on its own: a crashed process
 //! that acts before it is restarted, a restart of a process that never
 //! crashed, a delete's transaction that commits twice or commits and rolls
-//! back, faults in a history whose header says none were injected.
+//! back or deletes more rows than it asked for, faults in a history whose
+//! header says none were injected.
 //! `validate.rs` asks it about every event, in order.
 
 use std::collections::BTreeMap;
@@ -19,6 +20,8 @@ pub(super) struct Semantics {
     ended: BTreeMap<u64, (usize, &'static str)>,
     /// Replica -> its crashes not yet followed by a restart.
     unrestarted: BTreeMap<u32, u32>,
+    /// Delete call -> the most rows it asked for (its `LIMIT`).
+    limits: BTreeMap<u64, u32>,
 }
 
 impl Semantics {
@@ -28,6 +31,7 @@ impl Semantics {
             down_since: BTreeMap::new(),
             ended: BTreeMap::new(),
             unrestarted: BTreeMap::new(),
+            limits: BTreeMap::new(),
         }
     }
 
@@ -73,6 +77,26 @@ impl Semantics {
                 }
                 _ => {}
             }
+        }
+        match &event.kind {
+            EventKind::Invoke {
+                call,
+                invocation: super::history::Invocation::Delete { limit, .. },
+            } => {
+                self.limits.insert(*call, *limit);
+            }
+            EventKind::Deleted { call, rows, .. } => {
+                if let Some(limit) = self.limits.get(call)
+                    && rows.len() > *limit as usize
+                {
+                    problems.push(format!(
+                        "call {call} deleted {} rows, but asked for at most {limit} (a \
+                         DELETE with a LIMIT never removes more)",
+                        rows.len()
+                    ));
+                }
+            }
+            _ => {}
         }
         let ending = match &event.kind {
             EventKind::Deleted { call, .. } => Some((*call, "committed")),

@@ -39,8 +39,12 @@ fn damaged_histories_are_refused_with_their_line() {
             |h| {
                 let at = first(h, "deleted");
                 h[at]["kind"]["rows"][0]["id"] = json!(u64::MAX);
+                // The row twice, in place of the last (one more row than
+                // the delete's LIMIT is refused on its own).
                 let again = h[at]["kind"]["rows"][0].clone();
-                h[at]["kind"]["rows"].as_array_mut().unwrap().push(again);
+                let rows = h[at]["kind"]["rows"].as_array_mut().unwrap();
+                let last = rows.len() - 1;
+                rows[last] = again;
             },
             "",
         ),
@@ -392,6 +396,32 @@ fn impossible_histories_are_refused_not_judged() {
             "a header that says fault-free over a crash (judged as LIVE-1)",
             |h| h[0]["faults_off"] = json!(true),
             "header says no fault was injected",
+        ),
+        (
+            "a stop bound of 0 (judged as LIVE-2: 'stop() took 341 ms, more than the 0 ms bound')",
+            |h| h[0]["stop_bound_ms"] = json!(0),
+            "header.stop_bound_ms: 0 is not in 1003..=",
+        ),
+        (
+            "a delete that removed more rows than its LIMIT (judged as DATA-3)",
+            |h| {
+                let at = first(h, "deleted");
+                let call = h[at]["kind"]["call"].clone();
+                let limit = h
+                    .iter()
+                    .find(|l| l["kind"]["call"] == call && l["kind"]["event"] == "invoke")
+                    .unwrap()["kind"]["invocation"]["limit"]
+                    .as_u64()
+                    .unwrap();
+                let row = h[at]["kind"]["rows"][0].clone();
+                let rows = h[at]["kind"]["rows"].as_array_mut().unwrap();
+                while rows.len() as u64 <= limit {
+                    let mut more = row.clone();
+                    more["id"] = json!(1_000_000 + rows.len());
+                    rows.push(more);
+                }
+            },
+            "but asked for at most",
         ),
     ];
     for (what, edit, expected) in cases {

@@ -21,26 +21,14 @@ fn sim_into(args: &[&str], stdout: Stdio, stderr: Stdio) -> (i32, String) {
     (code, String::from_utf8_lossy(&output.stderr).into_owned())
 }
 
-/// `sim` with `args`, its stdout a pipe nobody reads: the reading end is
-/// closed before the command writes anything.
+/// `sim` with `args`, its stdout a stream nobody reads: the reading end
+/// is closed before the command starts (a pipe's reader dropped after the
+/// spawn could still lose the race to a quick command's first write).
 fn sim_into_closed_pipe(args: &[&str]) -> (i32, String) {
-    use std::io::Read;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sim"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run sim");
-    drop(child.stdout.take());
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .expect("piped")
-        .read_to_string(&mut stderr)
-        .expect("read stderr");
-    let status = child.wait().expect("wait for sim");
-    (status.code().expect("an exit status, not a signal"), stderr)
+    let (reader, writer) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
+    drop(reader);
+    let stdout = Stdio::from(std::os::fd::OwnedFd::from(writer));
+    sim_into(args, stdout, Stdio::piped())
 }
 
 fn full() -> Stdio {
