@@ -46,6 +46,11 @@ pub fn parse_token(token: &str) -> Result<RunSpec, String> {
             }
         ));
     }
+    // Every printed token names its seed; one without is not a failure's,
+    // and would silently run seed 1.
+    if value.get("seed").is_none() {
+        return Err("replay token: seed: missing (every printed token names its seed)".into());
+    }
     crate::model::strict_json::refuse_duplicate_keys(token.trim())
         .map_err(|problem| format!("replay token: {problem}"))?;
     refuse_positional_structs(&value)?;

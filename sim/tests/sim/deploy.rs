@@ -29,6 +29,7 @@ fn plan() -> Vec<String> {
         "--swarm",
         "--jobs",
         "2",
+        "--force",
         "--print-shard-plan",
         "4",
     ]);
@@ -91,6 +92,21 @@ fn the_ci_workflow_runs_the_shard_plan_and_merges_it() {
         assert_eq!(stubbed("bash", &script, &[], 1).1, 0);
         assert_ne!(stubbed("bash", &script, &[], 2).1, 0);
     }
+    let upload = shard_job["steps"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .find(|step| {
+            step["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/upload-artifact"))
+        })
+        .expect("an upload step");
+    assert_eq!(
+        upload["if"].as_str(),
+        Some("${{ always() }}"),
+        "a failed or cancelled shard's partial summary is uploaded too"
+    );
     let merge_job = &workflow["jobs"]["merge"];
     assert_eq!(merge_job["needs"].as_str(), Some("shard"));
     assert_eq!(merge_job["if"].as_str(), Some("${{ always() }}"));

@@ -220,6 +220,9 @@ fn tokens_with_repeated_keys_or_positional_structs_are_refused() {
             "events[0]: expected an object",
         ),
         (r#"{"seed":1,"replicas":"x"}"#, "column 24"),
+        // Ran seed 1 with exit 0.
+        (r#"{}"#, "seed: missing"),
+        (r#"{"replicas":2}"#, "seed: missing"),
     ];
     for (token, expected) in cases {
         let problem = parse_token(token).unwrap_err();

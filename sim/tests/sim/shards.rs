@@ -162,6 +162,18 @@ fn merge_refuses_what_is_not_one_sweep_and_reports_missing_shards() {
         "{out}"
     );
     assert!(out.starts_with("8 runs, 0 failed"), "{out}");
+    // The plan's merge line names every shard's file: one whose job never
+    // wrote it is a missing shard, not a refusal of the rest.
+    let (code, out, err) = sim_in(&dir, &["merge", "a.json", "b.json", "never-written.json"]);
+    assert_eq!(code, 3, "{out}\n{err}");
+    assert!(
+        err.contains("never-written.json: does not exist; counted as a missing shard"),
+        "{err}"
+    );
+    assert!(out.contains("MISSING shard 3/3"), "{out}");
+    let (code, _, err) = sim_in(&dir, &["merge", "never-written.json"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("none of the files named exists"), "{err}");
 
     let edit = |name: &str, change: &dyn Fn(&mut Value)| {
         let mut value = read_json(&dir.join("b.json"));

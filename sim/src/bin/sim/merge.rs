@@ -27,8 +27,23 @@ pub fn run_merge(args: &MergeArgs) -> Result<u8, String> {
         &[("--summary", args.summary.as_deref())],
         args.force,
     )?;
-    let parts = args
+    // A summary that does not exist is a shard that never finished (its
+    // job failed before writing it): the merge reports it missing, as it
+    // does a shard nobody named, instead of refusing the rest.
+    let (present, absent): (Vec<&PathBuf>, Vec<&PathBuf>) = args
         .summaries
+        .iter()
+        .partition(|path| std::fs::symlink_metadata(path).is_ok());
+    for path in &absent {
+        tell!(
+            "sim: {}: does not exist; counted as a missing shard",
+            path.display()
+        );
+    }
+    if present.is_empty() {
+        return Err("no summary to merge: none of the files named exists".into());
+    }
+    let parts = present
         .iter()
         .map(|path| Summary::load(path).map(|summary| (path.as_path(), summary)))
         .collect::<Result<Vec<_>, _>>()?;
@@ -80,7 +95,7 @@ pub fn run_merge(args: &MergeArgs) -> Result<u8, String> {
     };
     Ok(if failing {
         1
-    } else if merged.partial || !missing.is_empty() {
+    } else if merged.partial || !missing.is_empty() || !absent.is_empty() {
         INCOMPLETE
     } else {
         0

@@ -35,7 +35,8 @@ pub fn print_shard_plan(args: &ExploreArgs, shards: u64) -> Result<bool, String>
     say!("# A shard that finds a violation exits 1 and still writes its summary.");
     let files: Vec<String> = (1..=shards).map(|i| summary_file(i, shards)).collect();
     for (index, file) in (1..=shards).zip(&files) {
-        say!("sim explore {sweep} --shard {index}/{shards} --summary {file}");
+        let force = if args.force { " --force" } else { "" };
+        say!("sim explore {sweep} --shard {index}/{shards} --summary {file}{force}");
     }
     say!("sim merge {}", files.join(" "));
     Ok(true)
