@@ -200,3 +200,45 @@ fn takeover_is_measured_against_postgresql_too() {
         "{stdout}"
     );
 }
+
+/// README's `sim scenario --real ... --table T --out DIR` as written: the
+/// folder need not exist (it is made before the run, as `replay --real
+/// --out` makes its own), and each scenario's real history lands in it.
+#[test]
+fn scenario_real_makes_its_out_folder_and_writes_each_history_there() {
+    drop(TempServer::start());
+    let dir = tempdir("scenario-real-out");
+    let out = dir.join("real-histories");
+    let table = dir.join("real-scenarios.md");
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/last-batch-asks-for-the-remaining-allowance.toml"
+    );
+    let output = sim(&[
+        "scenario",
+        "--real",
+        file,
+        "--table",
+        table.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        out.join("last-batch-asks-for-the-remaining-allowance.jsonl")
+            .is_file(),
+        "{stderr}"
+    );
+    assert!(table.is_file(), "{stderr}");
+    let nowhere = dir.join("no-such-parent").join("histories");
+    let refused = sim(&[
+        "scenario",
+        "--real",
+        file,
+        "--out",
+        nowhere.to_str().unwrap(),
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("cannot be made"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

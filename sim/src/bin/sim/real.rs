@@ -16,10 +16,11 @@ const EXACT: &str = "applied exactly: replicas, worker settings, the server-side
     the backlog and boundary rows (drawn from the seed), the fault knobs' draws per call, \
     chosen calls' faults and stops (by call number), and each timed event's instant on the \
     run's clock";
-const APPROXIMATE: &str = "applied approximately: each delete's work time (a sleep inside \
-    the statement, drawn by the server from db_batch_ms, on top of its own work), commit \
-    times (the server's own), network delays (loopback), scheduling (tokio and the OS), and \
-    so which call an instant lands in";
+const APPROXIMATE: &str = "applied approximately: each delete's work time (the simulator's \
+    own draws from db_batch_ms, slept inside the statement in the order statements reach the \
+    server, on top of its own work), commit times (the server's own), network delays (a proxy \
+    per replica drawing 1-10 ms a message, as madsim does, not the simulator's draws), \
+    scheduling (tokio and the OS), and so which call an instant lands in";
 
 /// Runs `spec` up to `attempts` times against one throwaway server, each
 /// on a fresh database; stops at the first attempt that violates a clause.
@@ -136,8 +137,18 @@ pub fn histories_folder(
     let Some(out) = out else {
         return Ok(());
     };
+    // Made here, before any run, as `replay --real --out` makes its own;
+    // only inside a folder that exists, so a mistyped path is not built.
     if !out.is_dir() {
-        return Err(format!("--out {}: name an existing folder", out.display()));
+        let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
+        if out.exists() || parent.is_some_and(|p| !p.is_dir()) {
+            return Err(format!(
+                "--out {}: not a folder, and cannot be made (is its parent a folder?)",
+                out.display()
+            ));
+        }
+        std::fs::create_dir(out)
+            .map_err(|error| format!("--out {}: cannot make it: {error}", out.display()))?;
     }
     for file in files {
         let scenario = Scenario::load(file).map_err(|error| error.to_string())?;
