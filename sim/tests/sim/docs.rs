@@ -131,3 +131,27 @@ fn the_path_reader_finds_paths_in_prose() {
     let text = "see `worker/CONTRACT.md`, (sim/MADSIM.md) and snapshots/<name>.svg.";
     assert_eq!(named_paths(text), ["worker/CONTRACT.md", "sim/MADSIM.md"]);
 }
+
+/// README's counts of probes and scenarios are the tool's: each grew
+/// (54 to 55, 46 to 57) while README still said the old number.
+#[test]
+fn readme_counts_the_probes_and_scenarios_there_are() {
+    let readme = read("README.md");
+    let probes = retention_sim::checker::PROBES.len();
+    let scenarios = std::fs::read_dir(root().join("scenarios"))
+        .unwrap()
+        .filter(|entry| {
+            let path = entry.as_ref().unwrap().path();
+            path.extension().is_some_and(|ext| ext == "toml")
+        })
+        .count();
+    let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    for expected in [
+        format!("`sim/src/checker/clock_probes.rs`): {probes} named situations"),
+        format!("(they reach all {probes})"),
+        format!("`scenarios/` holds {scenarios} named situations"),
+        format!("(`{scenarios} as expected, 0 not, 0 refused`)"),
+    ] {
+        assert!(flat.contains(&expected), "README.md should say: {expected}");
+    }
+}
