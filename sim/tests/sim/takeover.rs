@@ -77,3 +77,57 @@ fn the_command_prints_each_story_against_its_bound() {
     assert!(stdout.contains("PostgreSQL: not run"), "{stdout}");
     assert!(!stdout.contains("OVER THE BOUND"), "{stdout}");
 }
+
+/// Arguments that were found wrong only after the runs (an `--out` folder
+/// missing, or named with no PostgreSQL runs to save), or not at all (a
+/// start whose seeds wrap to 0, a story measured twice): refused first.
+#[test]
+fn takeover_refuses_its_arguments_before_it_runs() {
+    let dir = test_support::private_dir("sim-takeover-").keep();
+    std::fs::write(dir.join("frozen-0.jsonl"), "kept").unwrap();
+    let (folder, missing) = (
+        dir.to_str().unwrap().to_owned(),
+        dir.join("nowhere").to_str().unwrap().to_owned(),
+    );
+    let cases: [(Vec<&str>, &str); 5] = [
+        (
+            vec!["--real-runs", "1", "--out", &missing],
+            "name an existing folder",
+        ),
+        (
+            vec!["--real-runs", "0", "--out", &folder],
+            "only PostgreSQL runs are saved",
+        ),
+        (
+            vec!["--real-runs", "1", "--story", "frozen", "--out", &folder],
+            "frozen-0.jsonl: exists",
+        ),
+        (
+            vec!["--runs", "2", "--start", "18446744073709551615"],
+            "would pass 2^64 - 1",
+        ),
+        (
+            vec!["--story", "frozen", "--story", "frozen"],
+            "--story frozen: given twice",
+        ),
+    ];
+    for (args, expected) in cases {
+        let output = Command::new(env!("CARGO_BIN_EXE_sim"))
+            .arg("takeover")
+            .args(&args)
+            .output()
+            .expect("run sim");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr),
+        );
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{args:?} ran first: {stdout}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.join("frozen-0.jsonl")).unwrap(),
+        "kept"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

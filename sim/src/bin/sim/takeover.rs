@@ -85,14 +85,45 @@ pub fn run_takeover(args: &TakeoverArgs) -> Result<bool, String> {
             args.real_runs
         ));
     }
-    let stories: Vec<Story> = if args.story.is_empty() {
-        Story::ALL.to_vec()
-    } else {
-        args.story
-            .iter()
-            .map(|name| Story::named(name).expect("clap checked the name"))
-            .collect()
-    };
+    let runs_max = args.runs.max(args.real_runs);
+    if args.start.checked_add(runs_max - 1).is_none() {
+        return Err(format!(
+            "--start {}: with {runs_max} runs the seeds would pass 2^64 - 1",
+            args.start
+        ));
+    }
+    let mut stories: Vec<Story> = Vec::new();
+    for name in &args.story {
+        let story = Story::named(name).expect("clap checked the name");
+        if stories.contains(&story) {
+            return Err(format!("--story {name}: given twice"));
+        }
+        stories.push(story);
+    }
+    if stories.is_empty() {
+        stories = Story::ALL.to_vec();
+    }
+    // Checked before hours of runs, not at the first history saved.
+    match (&args.out, args.real_runs) {
+        (Some(dir), 0) => {
+            return Err(format!(
+                "--out {}: only PostgreSQL runs are saved, and --real-runs is 0",
+                dir.display()
+            ));
+        }
+        (Some(dir), _) if !dir.is_dir() => {
+            return Err(format!("--out {}: name an existing folder", dir.display()));
+        }
+        (Some(dir), real_runs) => {
+            for story in &stories {
+                for k in 0..real_runs {
+                    crate::files::may_write(&history_file(dir, *story, k), false)
+                        .map_err(|problem| format!("--out {problem}"))?;
+                }
+            }
+        }
+        _ => {}
+    }
     let real = if args.real_runs > 0 {
         let server = TempServer::start_installed()?;
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -133,10 +164,11 @@ pub fn run_takeover(args: &TakeoverArgs) -> Result<bool, String> {
                 )));
                 for ((k, (_, at_ms)), run) in plans.iter().zip(finished) {
                     if let Some(dir) = &args.out {
-                        let path = dir.join(format!("{}-{k}.jsonl", story.name()));
-                        std::fs::write(&path, run.history.to_jsonl()).map_err(|error| {
-                            format!("{}: cannot write: {error}", path.display())
-                        })?;
+                        let path = history_file(dir, story, *k);
+                        crate::files::write_checked(&path, &run.history.to_jsonl(), false, |_| {
+                            Ok(())
+                        })
+                        .map_err(|problem| format!("--out {problem}"))?;
                     }
                     measured.add(takeover(&run.history, *at_ms));
                 }
@@ -167,4 +199,9 @@ pub fn run_takeover(args: &TakeoverArgs) -> Result<bool, String> {
         }
     }
     Ok(agree)
+}
+
+/// Where `--out DIR` keeps story `story`'s PostgreSQL run `k`.
+fn history_file(dir: &std::path::Path, story: Story, k: u64) -> std::path::PathBuf {
+    dir.join(format!("{}-{k}.jsonl", story.name()))
 }
