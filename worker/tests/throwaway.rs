@@ -263,3 +263,82 @@ fn stop_keeps_files_it_did_not_make() {
     assert!(!dir.join("data").exists(), "the server's files stay");
     std::fs::remove_dir_all(&dir).expect("clean up");
 }
+
+/// A folder named with a space, or relative to the caller: the export
+/// line, eval'd, gives its absolute name back, and stop finds it. A name
+/// the server cannot be given is refused up front; a failed start says
+/// how to remove the folder it keeps for its log.
+#[test]
+fn odd_folder_names_work_or_are_refused_and_a_failed_start_says_how_to_clean_up() {
+    let _ports = ports();
+    use std::os::unix::fs::PermissionsExt;
+    let dir = test_support::private_dir("throwaway-names-").keep();
+    // The server's user must pass through it (as root, the server runs as
+    // `postgres`); nobody else may list it.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o711)).expect("chmod");
+    // `eval "$(false)"` is a success: the start's output is taken first.
+    let cycle = "out=$(\"$0\") && eval \"$out\" && printf '%s' \"$RETENTION_PG_DIR\" \
+                 && eval \"$(\"$0\" stop)\"";
+    for (name, cwd) in [("with space", dir.clone()), ("relative", dir.clone())] {
+        let given = if name == "relative" {
+            name.to_owned()
+        } else {
+            dir.join(name).to_str().expect("UTF-8").to_owned()
+        };
+        let output = Command::new("bash")
+            .args(["-c", cycle, SCRIPT])
+            .current_dir(&cwd)
+            .env("RETENTION_PG_DIR", &given)
+            .env_remove("RETENTION_PG_PORT")
+            .output()
+            .expect("run bash");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{name}: {stderr}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            dir.join(name).to_str().expect("UTF-8"),
+            "{name}: the exported folder is the absolute one"
+        );
+        assert!(!dir.join(name).exists(), "{name}: stop left it");
+    }
+    if running_as_root() {
+        let closed = test_support::private_dir("throwaway-closed-").keep();
+        let inside = closed.join("pg");
+        let refused = script(
+            &["start"],
+            &[("RETENTION_PG_DIR", inside.to_str().expect("UTF-8"))],
+        );
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("cannot reach"), "{stderr}");
+        std::fs::remove_dir_all(&closed).expect("clean up");
+    }
+    let quoted = dir.join("it's").to_str().expect("UTF-8").to_owned();
+    let refused = script(&["start"], &[("RETENTION_PG_DIR", &quoted)]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("a quote, backslash or newline"));
+
+    let failed_dir = dir.join("failed");
+    let failed_dir = failed_dir.to_str().expect("UTF-8");
+    let failed = script(
+        &["start"],
+        &[("RETENTION_PG_PORT", "1"), ("RETENTION_PG_DIR", failed_dir)],
+    );
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("RETENTION_PG_DIR='{failed_dir}' {SCRIPT} stop")),
+        "{stderr}"
+    );
+    let _ = script(&["stop"], &[("RETENTION_PG_DIR", failed_dir)]);
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
+
+/// Whether this process is root, so that the script runs the server as
+/// another user (who cannot enter a folder private to root).
+fn running_as_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|output| String::from_utf8_lossy(&output.stdout).trim() == "0")
+}
