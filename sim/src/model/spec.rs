@@ -200,6 +200,19 @@ impl RunSpec {
                 );
             }
         }
+        // A million rows written during the run at most, as in the table at
+        // the start: 10,000 a second for an hour would be 36 million (1.8 GB).
+        let written = u64::from(self.arrivals_per_sec) * self.duration_ms / 1_000;
+        if written > super::ranges::MAX_ROWS {
+            let problem = format!(
+                "{} a second for {} ms writes {written} rows; at most {} may be written \
+                 during a run (shorten the run or lower the rate)",
+                self.arrivals_per_sec,
+                self.duration_ms,
+                super::ranges::MAX_ROWS
+            );
+            return fail("arrivals_per_sec".into(), problem);
+        }
         if self.db_batch_ms_min > self.db_batch_ms_max {
             let problem = format!(
                 "{} is above db_batch_ms_max {}",

@@ -109,7 +109,7 @@ fn bad_input_exits_2_naming_the_problem() {
             "--duration-ms: 99999999999 is not in 1..=3600000",
         ),
         (
-            &["replay", r#"{"backlog_rows":4000000000}"#],
+            &["replay", r#"{"seed":1,"backlog_rows":4000000000}"#],
             "backlog_rows: 4000000000 is not in 0..=1000000",
         ),
         (
@@ -127,7 +127,7 @@ fn bad_input_exits_2_naming_the_problem() {
         (
             &[
                 "replay",
-                r#"{"duration_ms":5000,"events":[{"kind":"hold_rows","at_ms":5000,"for_ms":1,"rows":1}]}"#,
+                r#"{"seed":1,"duration_ms":5000,"events":[{"kind":"hold_rows","at_ms":5000,"for_ms":1,"rows":1}]}"#,
             ],
             "events[0].at_ms: 5000 ms is not before the run's end",
         ),
@@ -201,7 +201,7 @@ fn bad_input_exits_2_naming_the_problem() {
         (
             &[
                 "replay",
-                r#"{"duration_ms":120000,"replicas":5,"worker":{"renew_interval_ms":1,"lease_ttl_ms":2,"expiry_margin_ms":0,"term_interval_ms":1,"loss_backoff_ms":1,"term_jitter_ms_max":0,"batch_size":1}}"#,
+                r#"{"seed":1,"duration_ms":120000,"replicas":5,"worker":{"renew_interval_ms":1,"lease_ttl_ms":2,"expiry_margin_ms":0,"term_interval_ms":1,"loss_backoff_ms":1,"term_jitter_ms_max":0,"batch_size":1}}"#,
                 "--svg",
                 "/tmp/sim-too-many-events.svg",
             ],

@@ -223,6 +223,11 @@ fn tokens_with_repeated_keys_or_positional_structs_are_refused() {
         // Ran seed 1 with exit 0.
         (r#"{}"#, "seed: missing"),
         (r#"{"replicas":2}"#, "seed: missing"),
+        // 36 million rows written, 1.78 GB.
+        (
+            r#"{"seed":1,"duration_ms":3600000,"arrivals_per_sec":10000}"#,
+            "arrivals_per_sec: 10000 a second for 3600000 ms writes 36000000 rows",
+        ),
     ];
     for (token, expected) in cases {
         let problem = parse_token(token).unwrap_err();
