@@ -260,6 +260,24 @@ fn triage_sorts_failures_into_new_still_failing_and_fixed() {
     let (code, out, _) = sim_in(&dir, &["merge", "flawed.json", "--baseline", "real.json"]);
     assert_eq!(code, 1);
     assert!(out.contains(&format!("  new: {new}\n")), "{out}");
+    assert!(out.contains("NOTE: the baseline swept other flaw"), "{out}");
+    assert_eq!(out.matches("NOTE").count(), 1, "{out}");
+
+    // One shard of the same sweep as a baseline: the failures at the seeds
+    // it never ran count as new, and the triage says so.
+    let shard = [
+        &flawed[..flawed.len() - 2],
+        &["--shard", "1/3", "--summary", "third.json"],
+    ]
+    .concat();
+    assert_eq!(sim_in(&dir, &shard).0, 1);
+    let (_, out, _) = sim_in(&dir, &["merge", "flawed.json", "--baseline", "third.json"]);
+    assert!(
+        out.contains("NOTE: the baseline ran 10 of the 30 seeds this sweep ran (shards 1 of 3)"),
+        "{out}"
+    );
+    let (_, out, _) = sim_in(&dir, &["merge", "flawed.json", "--baseline", "flawed.json"]);
+    assert!(!out.contains("NOTE"), "its own sweep needs no note: {out}");
 
     // Each distinct failure kept as a scenario that reproduces it.
     let (code, _, err) = sim_in(&dir, &["merge", "flawed.json", "--save-failures", "kept"]);

@@ -75,7 +75,7 @@ pub fn run_merge(args: &MergeArgs) -> Result<u8, String> {
     } else {
         print_summary(&merged, &missing)?;
         if let (Some(triaged), Some(path)) = (&triaged, &args.baseline) {
-            print_triage(triaged, path, baseline.as_ref().expect("loaded"), &merged);
+            print_triage(triaged, path, baseline.as_ref().expect("loaded"));
         }
     }
     if let Some(path) = &args.summary {

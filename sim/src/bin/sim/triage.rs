@@ -24,6 +24,9 @@ pub struct Triage {
     pub untriaged: u64,
     /// Clauses violated only by untriaged failures, and not in the baseline.
     pub new_untriaged_clauses: Vec<String>,
+    /// Why the baseline is not this sweep's own, when it is not: then
+    /// "new" may mean only "not drawn there", "fixed" only "not drawn here".
+    pub caveat: Option<String>,
 }
 
 impl Triage {
@@ -40,6 +43,7 @@ impl Triage {
             "fixed": self.fixed,
             "untriaged": self.untriaged,
             "new_untriaged_clauses": self.new_untriaged_clauses,
+            "caveat": self.caveat,
         })
     }
 }
@@ -91,11 +95,66 @@ pub fn triage(current: &Summary, baseline: &Summary) -> Triage {
         fixed: pick(&before, &|s| !now.contains_key(s)),
         untriaged: untriaged.len() as u64,
         new_untriaged_clauses: untriaged_clauses.into_iter().collect(),
+        caveat: caveat(current, baseline),
     }
 }
 
+/// Whether `baseline` ran what `current` ran: the same sweep, and every
+/// seed `current` ran.
+fn caveat(current: &Summary, baseline: &Summary) -> Option<String> {
+    if baseline.sweep != current.sweep {
+        let (a, b) = (&baseline.sweep, &current.sweep);
+        let differs: Vec<&str> = [
+            ("seeds", a.start != b.start || a.seeds != b.seeds),
+            ("swarm", a.swarm != b.swarm),
+            ("replicas", a.replicas != b.replicas),
+            ("flaw", a.flaw != b.flaw),
+            ("shrink_max", a.shrink_max != b.shrink_max),
+        ]
+        .into_iter()
+        .filter_map(|(field, differs)| differs.then_some(field))
+        .collect();
+        return Some(format!(
+            "the baseline swept other {}: \"new\" may mean only \"not drawn there\", \
+             \"fixed\" only \"not drawn here\"",
+            differs.join(", ")
+        ));
+    }
+    // Same sweep: did the baseline run every seed this one ran? Seed
+    // index i (from the range's start) ran in a summary when a shard it
+    // holds owns i (i mod count) and visited past it.
+    let ran = |summary: &Summary, i: u64| {
+        let count = summary.shards.count;
+        (summary.shards.held.iter()).any(|part| i % count == part.index - 1 && i < part.visited)
+    };
+    let count = current.shards.count;
+    let both = (current.shards.held.iter())
+        .flat_map(|part| (part.index - 1..part.visited).step_by(count as usize))
+        .filter(|&i| ran(baseline, i))
+        .count() as u64;
+    (both < current.runs).then(|| {
+        format!(
+            "the baseline ran {both} of the {} seeds this sweep ran (shards {} of {}): a \
+             failure at a seed it never ran counts as new",
+            current.runs,
+            shard_list(baseline),
+            baseline.shards.count
+        )
+    })
+}
+
+fn shard_list(summary: &Summary) -> String {
+    let held: Vec<String> = summary
+        .shards
+        .held
+        .iter()
+        .map(|p| p.index.to_string())
+        .collect();
+    held.join(", ")
+}
+
 /// Prints the triage after the merged summary.
-pub fn print_triage(triaged: &Triage, path: &Path, baseline: &Summary, current: &Summary) {
+pub fn print_triage(triaged: &Triage, path: &Path, baseline: &Summary) {
     say!(
         "\ntriage against {} ({} runs, {} failed; build {} {}):",
         path.display(),
@@ -137,10 +196,8 @@ pub fn print_triage(triaged: &Triage, path: &Path, baseline: &Summary, current: 
             }
         );
     }
-    if baseline.sweep != current.sweep {
-        say!(
-            "  (the baseline swept other seeds or settings: \"fixed\" may mean only \"not drawn here\")"
-        );
+    if let Some(caveat) = &triaged.caveat {
+        say!("  NOTE: {caveat}");
     }
 }
 
