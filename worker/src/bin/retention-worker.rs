@@ -10,7 +10,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
-use retention_worker::runner::{RunnerConfig, run_runner};
+use retention_worker::runner::{RunnerConfig, environment_note, run_runner};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -24,7 +24,19 @@ async fn main() -> ExitCode {
         // pipe or a journal, and wherever NO_COLOR is set.
         .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .init();
-    let config = RunnerConfig::parse();
+    let config = match RunnerConfig::try_parse() {
+        Ok(config) => config,
+        Err(error) => {
+            let args: Vec<String> = std::env::args().collect();
+            let note = environment_note(&error, &args);
+            // clap prints the error (or --help) and picks the status.
+            let _ = error.print();
+            if let Some(note) = note {
+                say(format_args!("{note}"));
+            }
+            return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
+        }
+    };
     match run_runner(config, shutdown_signal()).await {
         Ok(outcome) if outcome.failed() => {
             say(format_args!(

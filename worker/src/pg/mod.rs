@@ -68,6 +68,26 @@ impl fmt::Display for SetupError {
 
 impl std::error::Error for SetupError {}
 
+/// `error` and each cause under it, once, joined by `: `: deadpool's and
+/// tokio-postgres's own words ("db error", "error connecting to server")
+/// leave out the server's message and SQLSTATE and the operating system's
+/// error, which say what to fix.
+pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        let words = match next.downcast_ref::<tokio_postgres::error::DbError>() {
+            Some(server) => format!("{} {}", server.code().code(), server.message()),
+            None => next.to_string(),
+        };
+        if !text.contains(&words) {
+            text = format!("{text}: {words}");
+        }
+        cause = next.source();
+    }
+    text.replace('\n', "; ")
+}
+
 /// A connection pool of at most `max_size` connections to `database_url`
 /// (a `postgres://` URL or a libpq key=value string), each carrying
 /// `options`' server-side bounds and keepalives (replacing any `options`
@@ -78,9 +98,22 @@ pub fn connect_pool(
     max_size: usize,
     options: &PgOptions,
 ) -> Result<Pool, SetupError> {
-    let mut config: tokio_postgres::Config = database_url
-        .parse()
-        .map_err(|e| SetupError(format!("DATABASE_URL is not a PostgreSQL URL: {e}")))?;
+    if database_url.trim().is_empty() {
+        return Err(SetupError("DATABASE_URL is empty".into()));
+    }
+    let mut config: tokio_postgres::Config = database_url.parse().map_err(|e| {
+        SetupError(format!(
+            "DATABASE_URL is not a PostgreSQL URL: {}",
+            with_causes(&e)
+        ))
+    })?;
+    if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+        return Err(SetupError(
+            "DATABASE_URL asks for sslmode=require, but this build connects without TLS; \
+             use sslmode=disable or prefer, or a TLS-terminating proxy"
+                .into(),
+        ));
+    }
     options.bound(&mut config);
     let manager = deadpool_postgres::Manager::from_config(
         config,
@@ -92,7 +125,7 @@ pub fn connect_pool(
     Pool::builder(manager)
         .max_size(max_size.max(1))
         .build()
-        .map_err(|e| SetupError(format!("connection pool: {e}")))
+        .map_err(|e| SetupError(format!("connection pool: {}", with_causes(&e))))
 }
 
 /// Checks what the server would do to the lock-hold rule
@@ -103,7 +136,7 @@ pub async fn check_server(pool: &Pool, options: &PgOptions) -> Result<(), SetupE
     let client = pool
         .get()
         .await
-        .map_err(|e| SetupError(format!("no database connection: {e}")))?;
+        .map_err(|e| SetupError(format!("no database connection: {}", with_causes(&e))))?;
     let row = client
         .query_one(
             "SELECT current_setting('synchronous_commit'), \
@@ -111,7 +144,12 @@ pub async fn check_server(pool: &Pool, options: &PgOptions) -> Result<(), SetupE
             &[],
         )
         .await
-        .map_err(|e| SetupError(format!("reading the server's commit settings: {e}")))?;
+        .map_err(|e| {
+            SetupError(format!(
+                "reading the server's commit settings: {}",
+                with_causes(&e)
+            ))
+        })?;
     options
         .commit_wait(row.get(0), row.get(1))
         .map_err(SetupError)
@@ -168,9 +206,9 @@ fn cancel(connection: &Object, timeout_ms: u64) {
 
 /// A pooled connection; failing to get one means nothing was sent.
 async fn client(pool: &Pool, op: &str) -> Result<Object, CallError> {
-    pool.get()
-        .await
-        .map_err(|e| CallError::rejected(format!("{op}: no database connection: {e}")))
+    pool.get().await.map_err(|e| {
+        CallError::rejected(format!("{op}: no database connection: {}", with_causes(&e)))
+    })
 }
 
 /// An error the server raised aborted the statement (nothing applied); any

@@ -58,6 +58,12 @@ pub struct PgOptions {
 /// Keepalive probes after the idle time: their spacing and how many go
 /// unanswered before the peer counts as gone.
 const KEEPALIVE_INTERVAL_MS: u64 = 1_000;
+/// Linux refuses a longer keepalive idle time (`TCP_KEEPIDLE`, 32,767 s):
+/// every connection would then fail to open.
+const KEEPALIVE_IDLE_MS_MAX: u64 = 32_767_000;
+/// PostgreSQL's timeouts are `int` milliseconds: a longer one is refused
+/// when the connection starts.
+const SERVER_TIMEOUT_MS_MAX: u64 = i32::MAX as u64;
 const KEEPALIVE_RETRIES: u32 = 3;
 
 impl Default for PgOptions {
@@ -86,7 +92,7 @@ impl PgOptions {
             idle_in_transaction_timeout_ms: sixth_ms,
             commit_wait_ms_max: 0,
             retention_ms: 0,
-            keepalive_idle_ms: sixth_ms.max(1_000),
+            keepalive_idle_ms: sixth_ms.clamp(1_000, KEEPALIVE_IDLE_MS_MAX),
         }
     }
 
@@ -163,10 +169,33 @@ impl PgOptions {
                 "must be > 0 (0 means no bound)",
             )?;
         }
+        refuse_if(
+            self.lease_name.is_empty(),
+            "lease_name",
+            "\"\"".into(),
+            "must not be empty",
+        )?;
+        for (field, value) in [
+            ("statement_timeout_ms", self.statement_timeout_ms),
+            ("lock_timeout_ms", self.lock_timeout_ms),
+            (
+                "idle_in_transaction_timeout_ms",
+                self.idle_in_transaction_timeout_ms,
+            ),
+        ] {
+            refuse_if(
+                value > SERVER_TIMEOUT_MS_MAX,
+                field,
+                value.to_string(),
+                "must be at most 2147483647 (PostgreSQL's limit for a timeout; the server would \
+                 refuse every connection)",
+            )?;
+        }
         let ttl = self.lease_ttl_ms;
         for (field, value) in [
             ("statement_timeout_ms", self.statement_timeout_ms),
             ("lock_timeout_ms", self.lock_timeout_ms),
+            ("commit_wait_ms_max", self.commit_wait_ms_max),
         ] {
             refuse_if(
                 value >= ttl,
@@ -176,10 +205,12 @@ impl PgOptions {
             )?;
         }
         refuse_if(
-            !(1_000..ttl).contains(&self.keepalive_idle_ms),
+            !(1_000..ttl).contains(&self.keepalive_idle_ms)
+                || self.keepalive_idle_ms > KEEPALIVE_IDLE_MS_MAX,
             "keepalive_idle_ms",
             self.keepalive_idle_ms.to_string(),
-            "must be at least 1000 (the server counts whole seconds) and shorter than lease_ttl_ms",
+            "must be at least 1000 (the server counts whole seconds), at most 32767000 (Linux's \
+             limit) and shorter than lease_ttl_ms",
         )?;
         let hold = self.longest_lock_hold_ms();
         refuse_if(

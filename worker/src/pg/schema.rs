@@ -1,6 +1,6 @@
 //! The shipped schema: numbered migrations, applied once each, in order.
 
-use super::{Pool, SetupError};
+use super::{Pool, SetupError, with_causes};
 
 /// Every migration, in order: (version, name, SQL). The files live in
 /// `worker/migrations/` so operators can also apply them with `psql -f`.
@@ -19,12 +19,14 @@ const MIGRATION_LOCK_KEY: i64 = 0x7265_7465_6e74_696f; // "retentio"
 pub async fn migrate(pool: &Pool) -> Result<Vec<i32>, SetupError> {
     let fail = |step: &str| {
         let step = step.to_owned();
-        move |e: tokio_postgres::Error| SetupError(format!("migrate: {step}: {e}"))
+        move |e: tokio_postgres::Error| SetupError(format!("migrate: {step}: {}", with_causes(&e)))
     };
-    let mut client = pool
-        .get()
-        .await
-        .map_err(|e| SetupError(format!("migrate: no database connection: {e}")))?;
+    let mut client = pool.get().await.map_err(|e| {
+        SetupError(format!(
+            "migrate: no database connection: {}",
+            with_causes(&e)
+        ))
+    })?;
     let tx = client.transaction().await.map_err(fail("begin"))?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK_KEY])
         .await

@@ -1,8 +1,6 @@
 //! Database URLs and messages as they may be shown: the password a URL
 //! carries is replaced wherever it would appear.
 
-use std::borrow::Cow;
-
 /// What stands in for a password.
 const HIDDEN: &str = "***";
 
@@ -10,37 +8,105 @@ const HIDDEN: &str = "***";
 /// key=value form) replaced by `***`, everything else kept so an operator
 /// can still tell which server and user it names.
 pub fn redact_url(database_url: &str) -> String {
-    redact(database_url, database_url)
+    // Each password where the URL holds it: (start, end) in bytes, the
+    // overlapping guesses of one password merged.
+    let base = database_url.as_ptr() as usize;
+    let mut spans: Vec<(usize, usize)> = written_passwords(database_url)
+        .into_iter()
+        .filter(|password| !password.is_empty())
+        .map(|password| {
+            let start = password.as_ptr() as usize - base;
+            (start, start + password.len())
+        })
+        .collect();
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for (start, end) in spans {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    let mut shown = database_url.to_owned();
+    for (start, end) in merged.into_iter().rev() {
+        shown.replace_range(start..end, HIDDEN);
+    }
+    shown
 }
 
-/// `text` with every spelling of `database_url`'s password replaced by
-/// `***`: as written in the URL (percent-encoded or quoted) and as the
-/// driver decodes it. For error messages and logs that could quote the
-/// URL or the password; a URL with no password leaves `text` unchanged.
+/// `text` with each password in `spellings` (longest first) replaced where
+/// a form says it is one: `user:PASSWORD@` and `password=PASSWORD`
+/// (quoted or bare); a host or database of the same letters is kept.
+fn in_place(mut text: String, spellings: &[String]) -> String {
+    for password in spellings {
+        for (before, after) in [(":", "@"), ("password='", "'"), ("password=", "")] {
+            let written = format!("{before}{password}{after}");
+            if text.contains(&written) {
+                text = text.replace(&written, &format!("{before}{HIDDEN}{after}"));
+            }
+        }
+    }
+    text
+}
+
+/// `text` as it may be shown when it could quote `database_url`: the URL,
+/// and every `user:password@` or `password=value` spelling of its password
+/// (as written, percent-encoded or quoted, and as the driver decodes it),
+/// with the password replaced by `***`. Replacing the password wherever
+/// its letters occur would tell it to anyone who knows the message (a
+/// password `server` turned "error connecting to server" into "error
+/// connecting to ***"), so a message that still holds the password's text
+/// after that is withheld whole. A URL with no password leaves `text`
+/// unchanged.
 pub fn redact(text: &str, database_url: &str) -> String {
-    let mut spellings = written_passwords(database_url);
+    let mut spellings: Vec<String> = written_passwords(database_url)
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
     if let Ok(config) = database_url.parse::<tokio_postgres::Config>() {
         if let Some(decoded) = config.get_password() {
             spellings.push(String::from_utf8_lossy(decoded).into_owned());
         }
     }
-    // Longest first, so a spelling that contains another goes whole.
     spellings.retain(|password| !password.is_empty());
-    spellings.sort_by_key(|password| std::cmp::Reverse(password.len()));
-    let mut shown = Cow::Borrowed(text);
-    for password in &spellings {
-        if shown.contains(password.as_str()) {
-            shown = Cow::Owned(shown.replace(password.as_str(), HIDDEN));
-        }
+    if spellings.is_empty() {
+        return text.to_owned();
     }
-    shown.into_owned()
+    // Longest first, so a spelling that contains another goes whole.
+    spellings.sort_by_key(|password| std::cmp::Reverse(password.len()));
+    let shown = in_place(
+        text.replace(database_url, &redact_url(database_url)),
+        &spellings,
+    );
+    let holds = |part: &str| {
+        spellings
+            .iter()
+            .any(|password| part.contains(password.as_str()))
+    };
+    if !holds(&shown) {
+        return shown;
+    }
+    // Messages are causes joined by ": ": each that holds the text goes.
+    let parts: Vec<&str> = shown
+        .split(": ")
+        .map(|part| if holds(part) { WITHHELD } else { part })
+        .collect();
+    let joined = parts.join(": ");
+    if holds(&joined) {
+        // The password spans a separator: nothing of it can be shown.
+        return WITHHELD.to_owned();
+    }
+    joined
 }
+
+/// What stands in for a part of a message that holds the password's text.
+const WITHHELD: &str = "(withheld: holds the database password's text)";
 
 /// The password as it is written in `database_url`, found without the
 /// driver's parser so that a URL it refuses is still redacted: the user
 /// info's part after `:` in `scheme://user:password@host`, or the value of
 /// `password=` in key=value form (quoted or bare).
-fn written_passwords(database_url: &str) -> Vec<String> {
+fn written_passwords(database_url: &str) -> Vec<&str> {
     let mut found = Vec::new();
     let url_form = database_url.contains("://");
     if let Some((_, rest)) = database_url.split_once("://") {
@@ -56,7 +122,7 @@ fn written_passwords(database_url: &str) -> Vec<String> {
         .flatten()
         {
             if let Some((_, password)) = userinfo.split_once(':') {
-                found.push(password.to_owned());
+                found.push(password);
             }
         }
     }
@@ -89,7 +155,7 @@ fn written_passwords(database_url: &str) -> Vec<String> {
             None if url_form => value.split(['&', '#']).next().unwrap_or(""),
             None => value.split(char::is_whitespace).next().unwrap_or(""),
         };
-        found.push(password.to_owned());
+        found.push(password);
     }
     found
 }
@@ -109,19 +175,29 @@ mod tests {
             "postgres://app@db/prod"
         );
         assert_eq!(redact_url("postgres://db/prod"), "postgres://db/prod");
+        // A host named like the password stays.
+        assert_eq!(
+            redact_url("postgres://app:db@db/prod"),
+            "postgres://app:***@db/prod"
+        );
     }
 
     #[test]
     fn every_spelling_of_the_password_goes() {
         // Percent-encoded in the URL, decoded by the driver: both hidden.
         let url = "postgresql://app:p%40ss%2Fw@db1,db2:5433/prod?sslmode=disable";
-        let message = format!("{url}: user app, password p@ss/w rejected");
+        let message = format!("{url}: cannot connect");
         let shown = redact(&message, url);
+        assert!(!shown.contains("p%40ss"), "{shown}");
+        assert!(shown.contains("db1,db2:5433/prod"), "{shown}");
+        let shown = redact("user app:p@ss/w@db1 refused", url);
+        assert_eq!(shown, "user app:***@db1 refused");
+        // Quoted bare, where no form says it is the password: withheld.
+        let shown = redact("user app, password p@ss/w rejected", url);
         assert!(
-            !shown.contains("p%40ss") && !shown.contains("p@ss/w"),
+            !shown.contains("p@ss/w") && shown.contains("withheld"),
             "{shown}"
         );
-        assert!(shown.contains("db1,db2:5433/prod"), "{shown}");
         // An unencoded `/` and `@` in the password, which the driver refuses.
         let url = "postgres://app:a/b@c@db/prod";
         assert_eq!(redact_url(url), "postgres://app:***@db/prod");
@@ -135,5 +211,29 @@ mod tests {
         assert!(!redact_url(url).contains("quoted"), "{}", redact_url(url));
         let url = "host=db password=bare dbname=prod";
         assert_eq!(redact_url(url), "host=db password=*** dbname=prod");
+    }
+
+    #[test]
+    fn a_password_that_is_a_word_of_the_message_is_not_spelled_out_by_stars() {
+        // Stars in place of "server" would tell the password to anyone who
+        // knows the message; so would stars in place of each "e".
+        let message = "migrate: error connecting to server: Connection refused (os error 111)";
+        let url = "postgres://user:server@127.0.0.1:1/db";
+        assert_eq!(
+            redact(message, url),
+            "migrate: (withheld: holds the database password's text): Connection refused (os \
+             error 111)"
+        );
+        let url = "postgres://user:e@127.0.0.1:1/db";
+        assert_eq!(
+            redact(message, url),
+            "(withheld: holds the database password's text)"
+        );
+        let url = "postgres://user:k7Qz9@127.0.0.1:1/db";
+        assert_eq!(
+            redact("migrate: error connecting to server", url),
+            "migrate: error connecting to server",
+            "a message without the password is shown as it is"
+        );
     }
 }

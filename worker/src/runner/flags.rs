@@ -85,8 +85,13 @@ pub struct RunnerConfig {
     /// Run one term and exit (for cron): exit status 0 unless the term failed.
     #[arg(long)]
     pub once: bool,
-    /// Do not apply the shipped migrations at start.
-    #[arg(long, env = "RETENTION_SKIP_MIGRATIONS")]
+    /// Do not apply the shipped migrations at start. From the environment:
+    /// true/false, 1/0, yes/no or on/off.
+    #[arg(
+        long,
+        env = "RETENTION_SKIP_MIGRATIONS",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     pub skip_migrations: bool,
 }
 
@@ -170,6 +175,29 @@ impl RunnerConfig {
             default_owner_id(host.as_deref(), std::process::id())
         })
     }
+}
+
+/// For a refused value the environment gave (clap names only the flag):
+/// `note: the value came from RETENTION_BATCH_SIZE in the environment`.
+/// `args` are the command line's words; a flag given there is not noted.
+pub fn environment_note(error: &clap::Error, args: &[String]) -> Option<String> {
+    use clap::CommandFactory;
+    use clap::error::{ContextKind, ContextValue};
+    let Some(ContextValue::String(invalid)) = error.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let long = invalid.strip_prefix("--")?.split([' ', '=']).next()?;
+    let command = RunnerConfig::command();
+    let arg = command
+        .get_arguments()
+        .find(|arg| arg.get_long() == Some(long))?;
+    let flag = format!("--{long}");
+    let given = args
+        .iter()
+        .any(|word| *word == flag || word.starts_with(&format!("{flag}=")));
+    let variable = arg.get_env()?.to_str()?;
+    (!given && std::env::var_os(variable).is_some())
+        .then(|| format!("note: the value came from {variable} in the environment"))
 }
 
 /// `host-pid`, or `replica-pid` when the host name is unknown or blank: two

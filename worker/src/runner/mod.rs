@@ -12,7 +12,7 @@ use std::sync::Arc;
 use futures_util::future::{Either, select};
 use tracing::{info, warn};
 
-pub use flags::{RunnerConfig, default_owner_id};
+pub use flags::{RunnerConfig, default_owner_id, environment_note};
 
 use crate::pg::{
     PgLeaseService, PgRecords, SetupError, SystemClock, check_server, connect_pool, migrate, redact,
@@ -96,9 +96,35 @@ pub async fn run_runner(
 ) -> Result<RunnerOutcome, RunnerError> {
     let worker_config = config.worker_config();
     let options = config.pg_options();
+    let owner = config.owner();
+    // Every flag is checked before the database is touched: a mistake
+    // found after the migrations, or hidden behind a connection error,
+    // wastes an operator's time.
     worker_config
         .validate()
         .and_then(|()| options.validate())
+        .and_then(|()| {
+            let empty = owner.is_empty();
+            let error = ConfigError {
+                field: "owner_id",
+                value: "\"\"".into(),
+                rule: "must not be empty",
+            };
+            if empty { Err(error) } else { Ok(()) }
+        })
+        .and_then(|()| {
+            let error = ConfigError {
+                field: "pool_size",
+                value: config.pool_size.to_string(),
+                rule: "must be in 1..=1000 (a term uses two connections at most: a renewal \
+                       beside a delete)",
+            };
+            if (1..=1_000).contains(&config.pool_size) {
+                Ok(())
+            } else {
+                Err(error)
+            }
+        })
         .map_err(RunnerError::flag)?;
     // A driver's message may quote the URL or the password it was given.
     let setup =
@@ -114,7 +140,6 @@ pub async fn run_runner(
         leases: PgLeaseService::new(pool.clone(), options.clone()),
         records: PgRecords::new(pool, options),
     };
-    let owner = config.owner();
     let worker =
         Arc::new(Worker::new(owner.clone(), worker_config, deps).map_err(RunnerError::flag)?);
     info!(owner = %owner, once = config.once, "retention worker started");
