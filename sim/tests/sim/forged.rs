@@ -178,6 +178,20 @@ fn forged_summaries_are_refused_naming_the_file_and_field() {
         "{out:.2000}\n{err}"
     );
     assert!(!out.contains("broke 0 clause"), "{out:.2000}");
+    let kept = path("kept");
+    let (code, _, err) = sim(&[
+        "merge",
+        &path("s1.json"),
+        &path("forged.json"),
+        &path("s3.json"),
+        "--save-failures",
+        &kept,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("the failure of seed 1 (REL-1)") && err.contains("another build, or damaged"),
+        "{err}"
+    );
 
     // Not a summary at all, and endless: refused at the size limit.
     let (code, _, err) = sim(&["merge", "/dev/zero"]);

@@ -238,7 +238,18 @@ pub fn save_failures(summary: &Summary, dir: &Path, force: bool) -> Result<(), S
     let origin = "sim merge --save-failures";
     for (failure, target) in chosen.iter().zip(&targets) {
         let spec = parse_token(&failure.best_token().to_string())?;
-        save_scenario(&spec, target, force, origin)?;
+        save_scenario(&spec, target, force, origin).map_err(|problem| {
+            let why = if problem.contains("keeps every clause") {
+                " (the summary is from another build, or damaged)"
+            } else {
+                ""
+            };
+            format!(
+                "{flag}: the failure of seed {} ({}): {problem}{why}",
+                failure.seed,
+                failure.clauses.join(", ")
+            )
+        })?;
     }
     let not_shrunk = summary
         .failures
