@@ -207,7 +207,10 @@ pub fn server_events(
             op
         };
         if let (Some(reason), Some(op)) = (reason, op) {
-            if let Some(call) = calls.latest(replica, op, at_ms(entry.at_us)) {
+            // Tied to the call whose statement this was: a statement its
+            // client gave up on can end after the next call began.
+            let began_us = began_us(&entries, entry, op);
+            if let Some(call) = calls.latest(replica, op, at_ms(began_us)) {
                 let kind = EventKind::Aborted {
                     call: call.0,
                     reason,
@@ -272,6 +275,26 @@ pub fn server_events(
         }
     }
     out
+}
+
+/// When the statement `entry` is about began, as its backend logged it
+/// (`log_statement = all`): the latest statement of operation `op` that
+/// backend logged by then; `entry`'s own time when none was logged.
+fn began_us(entries: &[&Entry], entry: &Entry, op: OpKind) -> i64 {
+    entries
+        .iter()
+        .filter(|e| e.pid == entry.pid && e.at_us <= entry.at_us && e.level == "LOG")
+        .filter_map(|e| {
+            let sql = e.message.strip_prefix("statement: ").or_else(|| {
+                e.message
+                    .strip_prefix("execute ")?
+                    .split_once(": ")
+                    .map(|(_, sql)| sql)
+            })?;
+            (operation(sql) == Some(op)).then_some(e.at_us)
+        })
+        .next_back()
+        .unwrap_or(entry.at_us)
 }
 
 /// How long the wait had lasted when it was logged, and who holds the lock.
@@ -373,5 +396,45 @@ mod tests {
             Some(OpKind::Delete)
         );
         assert_eq!(operation("SELECT 1"), None);
+    }
+
+    /// A renewal its client gave up on runs on until the server's
+    /// statement timeout, which comes after the client's next renewal
+    /// began (on another connection): the timeout is the first call's.
+    #[test]
+    fn a_statement_that_outlived_its_call_is_tied_to_the_call_it_began_in() {
+        let renew = RENEW.split_whitespace().collect::<Vec<_>>().join(" ");
+        let log = format!(
+            "1764763200.010|4242|00000|runs|r1|LOG:  execute s1: {renew}\n\
+             1764763200.610|4343|00000|runs|r1|LOG:  execute s1: {renew}\n\
+             1764763200.900|4242|57014|runs|r1|ERROR:  canceling statement due to statement timeout\n\
+             1764763200.900|4242|57014|runs|r1|STATEMENT:  {renew}\n"
+        );
+        let invoke = |at_ms: i64, call: u64| -> Event {
+            serde_json::from_value(serde_json::json!({
+                "at_ms": at_ms, "actor": {"replica": 1}, "term": 1,
+                "kind": {"event": "invoke", "call": call, "invocation": {"op": "renew",
+                    "lease": {"owner": "r1", "token": 1, "expires_at_ms": 3_000}}}
+            }))
+            .expect("an event")
+        };
+        let events = [invoke(0, 1), invoke(600, 2)];
+        let epoch_ms = 1_764_763_200_000;
+        let found = server_events(
+            &parse(&log),
+            "runs",
+            epoch_ms,
+            &events,
+            &RunSpec::default(),
+            &[],
+        );
+        let aborted: Vec<u64> = found
+            .iter()
+            .filter_map(|event| match event.kind {
+                EventKind::Aborted { call, .. } => Some(call),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(aborted, [1], "{found:#?}");
     }
 }

@@ -523,8 +523,8 @@ fn the_runner_names_the_flag_that_breaks_a_rule() {
     );
     assert_eq!(
         refused(&["--keepalive-idle-ms", "500"]),
-        "--keepalive-idle-ms = 500: must be at least 1000 (the server counts whole seconds) \
-         and shorter than lease_ttl_ms"
+        "--keepalive-idle-ms = 500: must be at least 1000 (the server counts whole seconds), \
+         at most 32767000 (Linux's limit) and shorter than lease_ttl_ms"
     );
 }
 

@@ -32,6 +32,7 @@ log_connections = on
 log_disconnections = on
 log_lock_waits = on
 deadlock_timeout = '10ms'
+log_statement = 'all'
 ";
 
 /// A new temporary folder only its owner can enter, named `PREFIX` and
