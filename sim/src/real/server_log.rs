@@ -224,20 +224,15 @@ pub fn server_events(
             let Some(call) = calls.latest(replica, op, at_ms(at_us)) else {
                 continue;
             };
-            // A lease statement waits behind a delete's transaction (its
-            // fence's share lock); a fence waits behind a lease statement
-            // that updated the row and has not yet committed.
-            let holding: &[OpKind] = match op {
-                OpKind::Delete => &[OpKind::Acquire, OpKind::Renew, OpKind::Release],
-                _ => &[OpKind::Delete],
-            };
+            // Each holder's call is the one whose statement its backend
+            // ran last before the wait began (a delete's fence, another
+            // replica's renewal...), as the server logged it.
             let behind = holders
                 .iter()
-                .filter_map(|pid| replica_of.get(pid))
-                .filter_map(|&r| {
-                    (holding.iter())
-                        .filter_map(|&held| calls.latest(r, held, at_ms(at_us)))
-                        .max()
+                .filter_map(|pid| {
+                    let r = *replica_of.get(pid)?;
+                    let (began_us, held) = statements(&entries, *pid, at_us).next_back()?;
+                    calls.latest(r, held, at_ms(began_us))
                 })
                 .map(|(call, _)| call)
                 .collect();
@@ -281,20 +276,30 @@ pub fn server_events(
 /// (`log_statement = all`): the latest statement of operation `op` that
 /// backend logged by then; `entry`'s own time when none was logged.
 fn began_us(entries: &[&Entry], entry: &Entry, op: OpKind) -> i64 {
-    entries
-        .iter()
-        .filter(|e| e.pid == entry.pid && e.at_us <= entry.at_us && e.level == "LOG")
-        .filter_map(|e| {
-            let sql = e.message.strip_prefix("statement: ").or_else(|| {
-                e.message
-                    .strip_prefix("execute ")?
-                    .split_once(": ")
-                    .map(|(_, sql)| sql)
-            })?;
-            (operation(sql) == Some(op)).then_some(e.at_us)
-        })
+    statements(entries, entry.pid, entry.at_us)
+        .filter(|(_, logged)| *logged == op)
+        .map(|(at_us, _)| at_us)
         .next_back()
         .unwrap_or(entry.at_us)
+}
+
+/// The adapters' statements backend `pid` logged by `at_us`, oldest first:
+/// when each began, and its operation.
+fn statements<'a>(
+    entries: &'a [&'a Entry],
+    pid: u32,
+    at_us: i64,
+) -> impl DoubleEndedIterator<Item = (i64, OpKind)> + 'a {
+    entries
+        .iter()
+        .filter(move |e| e.pid == pid && e.at_us <= at_us && e.level == "LOG")
+        .filter_map(|e| {
+            let sql = e.message.strip_prefix("statement: ").or_else(|| {
+                let (_, sql) = e.message.strip_prefix("execute ")?.split_once(": ")?;
+                Some(sql)
+            })?;
+            Some((e.at_us, operation(sql)?))
+        })
 }
 
 /// How long the wait had lasted when it was logged, and who holds the lock.
@@ -436,5 +441,59 @@ mod tests {
             })
             .collect();
         assert_eq!(aborted, [1], "{found:#?}");
+    }
+
+    /// An acquire queued behind another replica's renewal names that
+    /// renewal, not the holder's latest delete (which ran on another
+    /// connection and had committed).
+    #[test]
+    fn a_lock_wait_names_the_call_whose_statement_holds_the_lock() {
+        let flat = |sql: &str| sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        let (fence, renew, acquire) = (flat(FENCE), flat(RENEW), flat(ACQUIRE));
+        let log = format!(
+            "1764763200.050|4141|00000|runs|r1|LOG:  execute s2: {fence}\n\
+             1764763200.100|4242|00000|runs|r1|LOG:  execute s1: {renew}\n\
+             1764763200.110|4343|00000|runs|r2|LOG:  execute s0: {acquire}\n\
+             1764763200.130|4343|00000|runs|r2|LOG:  process 4343 still waiting for \
+             ShareLock on transaction 771 after 20.000 ms\n\
+             1764763200.130|4343|00000|runs|r2|DETAIL:  Process holding the lock: 4242. \
+             Wait queue: 4343.\n\
+             1764763200.130|4343|00000|runs|r2|STATEMENT:  {acquire}\n"
+        );
+        let invoke =
+            |at_ms: i64, replica: u32, call: u64, invocation: serde_json::Value| -> Event {
+                serde_json::from_value(serde_json::json!({
+                    "at_ms": at_ms, "actor": {"replica": replica}, "term": 1,
+                    "kind": {"event": "invoke", "call": call, "invocation": invocation}
+                }))
+                .expect("an event")
+            };
+        let lease = serde_json::json!({"owner": "r1", "token": 1, "expires_at_ms": 3_000});
+        let events = [
+            invoke(
+                40,
+                1,
+                7,
+                serde_json::json!({"op": "delete", "older_than_ms": 0, "limit": 1, "token": 1}),
+            ),
+            invoke(95, 1, 8, serde_json::json!({"op": "renew", "lease": lease})),
+            invoke(105, 2, 9, serde_json::json!({"op": "acquire"})),
+        ];
+        let found = server_events(
+            &parse(&log),
+            "runs",
+            1_764_763_200_000,
+            &events,
+            &RunSpec::default(),
+            &[],
+        );
+        let waits: Vec<(u64, Vec<u64>)> = found
+            .iter()
+            .filter_map(|event| match &event.kind {
+                EventKind::LockWait { call, behind, .. } => Some((*call, behind.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(waits, [(9, vec![8])], "{found:#?}");
     }
 }
