@@ -1,7 +1,7 @@
 //! The steppable database clock and the deletion audit of real mode
 //! (`retention_sim::real`), checked against a throwaway server.
 
-use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords};
+use retention_worker::pg::{DELETE_OLDEST, PgLeaseService, PgOptions, PgRecords};
 use retention_worker::{LeaseService, RecordsRepository};
 use test_support::TempServer;
 
@@ -90,5 +90,66 @@ fn a_stepped_database_clock_is_read_and_audited() {
         step(&pool, &log, -10_000).await;
         let reading_us = database_now_us(&pool).await;
         assert!((wall_us() - log.db_to_wall_us(reading_us)).abs() < 100_000);
+    });
+}
+
+/// Real mode's delete work (`db_clock::set_delete_work`) sleeps once the
+/// statement's subquery has locked all its rows, before the first goes;
+/// and its trigger counts the rows locked then. That holds only if the
+/// subquery's `LockRows` runs to its end before any row is deleted: under
+/// a `Hash` (built whole before the join probes it). Checked for the
+/// server's custom and generic plans, with small and large tables.
+#[test]
+fn the_deletes_subquery_locks_all_its_rows_before_the_first_goes() {
+    let server = TempServer::start();
+    crate::runtime().block_on(async {
+        let pool = server.database("plans", 1).await;
+        let client = pool.get().await.unwrap();
+        client
+            .batch_execute(&format!("PREPARE oldest(bigint, bigint, bigint) AS {DELETE_OLDEST}"))
+            .await
+            .unwrap();
+        let mut rows = 0;
+        for size in [10, 300, 5_000, 20_000] {
+            client
+                .execute(
+                    "INSERT INTO retention_records (created_at_ms) SELECT g FROM generate_series(1, $1) g",
+                    &[&(size - rows)],
+                )
+                .await
+                .unwrap();
+            rows = size;
+            for mode in ["force_custom_plan", "force_generic_plan"] {
+                client
+                    .batch_execute(&format!("SET plan_cache_mode = {mode}"))
+                    .await
+                    .unwrap();
+                let plan: Vec<String> = client
+                    .query(
+                        &format!("EXPLAIN (COSTS OFF) EXECUTE oldest({rows}, 200, 0)"),
+                        &[],
+                    )
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|row| row.get::<_, String>(0))
+                    .collect();
+                // The LockRows node must be inside the Hash node's subtree:
+                // the lines after it, indented deeper than it.
+                let indent = |line: &String| line.len() - line.trim_start().len();
+                let hash = plan.iter().position(|line| line.trim() == "->  Hash");
+                let under_hash = hash.is_some_and(|at| {
+                    plan[at + 1..]
+                        .iter()
+                        .take_while(|line| indent(line) > indent(&plan[at]))
+                        .any(|line| line.contains("LockRows"))
+                });
+                assert!(
+                    under_hash,
+                    "{rows} rows, {mode}: the locking subquery is not under a Hash:\n{}",
+                    plan.join("\n")
+                );
+            }
+        }
     });
 }
