@@ -142,3 +142,71 @@ fn a_password_that_is_a_word_of_the_message_is_not_spelled_out() {
         "{stderr}"
     );
 }
+
+/// A word that is not UTF-8 gets clap's refusal, not a panic (the note
+/// for environment values read the arguments with `args()`, which panics
+/// on one); help that cannot be written is a failure.
+#[test]
+fn odd_arguments_and_lost_help_never_pass_silently() {
+    use std::os::unix::ffi::OsStrExt;
+    let word = std::ffi::OsStr::from_bytes(b"r\xff");
+    let output = Command::new(env!("CARGO_BIN_EXE_retention-worker"))
+        .env("DATABASE_URL", NOWHERE)
+        .arg("--owner-id")
+        .arg(word)
+        .output()
+        .expect("start retention-worker");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let full = std::fs::File::options()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let status = Command::new(env!("CARGO_BIN_EXE_retention-worker"))
+        .arg("--help")
+        .stdout(full)
+        .status()
+        .expect("start retention-worker");
+    assert_eq!(
+        status.code(),
+        Some(74),
+        "help lost on a full disk passed as success"
+    );
+}
+
+/// A server that accepts connections and never answers (a hung server, a
+/// stuck pooler): the start gives up within the lease TTL, saying so,
+/// where it waited for ever without a word.
+#[test]
+fn a_server_that_never_answers_fails_the_start_within_the_lease_ttl() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let url = format!("postgres://app:pw@127.0.0.1:{port}/prod");
+    let started = std::time::Instant::now();
+    let flags = [
+        "--once",
+        "--lease-ttl-ms",
+        "3000",
+        "--renew-interval-ms",
+        "1000",
+        "--expiry-margin-ms",
+        "500",
+    ];
+    let (status, stderr) = runner(&url, &flags, &[]);
+    assert_eq!(status, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no answer from PostgreSQL within 3000 ms"),
+        "{stderr}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{stderr}"
+    );
+}

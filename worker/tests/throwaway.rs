@@ -240,27 +240,42 @@ fn a_port_taken_between_the_probe_and_the_start_is_passed_over() {
     );
 }
 
-/// `stop` removes what a start made and nothing else: RETENTION_PG_DIR may
-/// name a folder that already held files.
+/// A folder this script did not make is never changed or removed: a start
+/// refuses one that holds files (before it changes the folder's owner or
+/// mode), and a stop refuses one without the start's marker, even if it
+/// holds a `data` folder.
 #[test]
-fn stop_keeps_files_it_did_not_make() {
+fn a_folder_the_script_did_not_make_is_never_changed_or_removed() {
+    use std::os::unix::fs::PermissionsExt;
     let _ports = ports();
     let dir = test_support::private_dir("throwaway-kept-").keep();
+    std::fs::create_dir(dir.join("data")).expect("mkdir");
+    std::fs::write(dir.join("data").join("important.txt"), "precious").expect("write");
     std::fs::write(dir.join("notes.txt"), "mine").expect("write");
+    let mode_before = std::fs::metadata(&dir).expect("stat").permissions().mode();
     let folder = dir.to_str().expect("a UTF-8 path");
-    let server = exported(&script(&["start"], &[("RETENTION_PG_DIR", folder)]));
-    let env = [
-        ("RETENTION_PG_DIR", folder),
-        ("RETENTION_PG_PORT", server["RETENTION_PG_PORT"].as_str()),
-    ];
-    let stopped = script(&["stop"], &env);
-    assert!(stopped.status.success(), "{stopped:?}");
-    assert!(String::from_utf8_lossy(&stopped.stderr).contains("kept"));
+    let started = script(&["start"], &[("RETENTION_PG_DIR", folder)]);
+    assert_eq!(started.status.code(), Some(2), "{started:?}");
+    assert!(
+        String::from_utf8_lossy(&started.stderr).contains("holds files this script did not make")
+    );
+    assert!(started.stdout.is_empty());
+    let mode_after = std::fs::metadata(&dir).expect("stat").permissions().mode();
+    assert_eq!(
+        mode_before, mode_after,
+        "a refused start changed the folder"
+    );
+    let stopped = script(&["stop"], &[("RETENTION_PG_DIR", folder)]);
+    assert_eq!(stopped.status.code(), Some(2), "{stopped:?}");
+    assert!(String::from_utf8_lossy(&stopped.stderr).contains("not a folder this script made"));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("data").join("important.txt")).expect("kept"),
+        "precious"
+    );
     assert_eq!(
         std::fs::read_to_string(dir.join("notes.txt")).expect("kept"),
         "mine"
     );
-    assert!(!dir.join("data").exists(), "the server's files stay");
     std::fs::remove_dir_all(&dir).expect("clean up");
 }
 

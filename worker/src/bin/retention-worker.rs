@@ -27,10 +27,16 @@ async fn main() -> ExitCode {
     let config = match RunnerConfig::try_parse() {
         Ok(config) => config,
         Err(error) => {
-            let args: Vec<String> = std::env::args().collect();
+            // Not `args()`: it panics on a word that is not UTF-8.
+            let args: Vec<String> = std::env::args_os()
+                .map(|word| word.to_string_lossy().into_owned())
+                .collect();
             let note = environment_note(&error, &args);
-            // clap prints the error (or --help) and picks the status.
-            let _ = error.print();
+            // clap prints the error (or --help) and picks the status; help
+            // that could not be written is a failure (74, as `sim`'s).
+            if error.print().is_err() {
+                return ExitCode::from(74);
+            }
             if let Some(note) = note {
                 say(format_args!("{note}"));
             }

@@ -130,11 +130,29 @@ pub async fn run_runner(
     let setup =
         |error: SetupError| RunnerError::Setup(SetupError(redact(&error.0, &config.database_url)));
     let pool = connect_pool(&config.database_url, config.pool_size, &options).map_err(setup)?;
+    // A server that accepts connections and never answers (a hung server,
+    // a stuck pooler) must not hold the start for ever: each setup step is
+    // bounded by the lease TTL, as a term's calls are by the call timeout.
+    let bound = std::time::Duration::from_millis(options.lease_ttl_ms);
+    let bounded = |step: &'static str| {
+        move |_| {
+            RunnerError::Setup(SetupError(format!(
+                "{step}: no answer from PostgreSQL within {} ms (the lease TTL)",
+                bound.as_millis()
+            )))
+        }
+    };
     if !config.skip_migrations {
-        let applied = migrate(&pool).await.map_err(setup)?;
+        let applied = tokio::time::timeout(bound, migrate(&pool))
+            .await
+            .map_err(bounded("migrate"))?
+            .map_err(setup)?;
         info!(?applied, "schema up to date");
     }
-    check_server(&pool, &options).await.map_err(setup)?;
+    tokio::time::timeout(bound, check_server(&pool, &options))
+        .await
+        .map_err(bounded("reading the server's commit settings"))?
+        .map_err(setup)?;
     let deps = Dependencies {
         clock: SystemClock,
         leases: PgLeaseService::new(pool.clone(), options.clone()),
