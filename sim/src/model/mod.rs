@@ -10,6 +10,7 @@ mod history_rules;
 mod jsonl;
 pub(crate) mod names;
 mod obligations;
+mod overlap;
 mod ranges;
 mod semantics;
 mod spec;

@@ -42,8 +42,9 @@ impl RunSpec {
     /// their timeout (a delete and a renewal), the release, the longest
     /// pause, slack.
     pub fn stop_bound_ms(&self) -> u64 {
+        // Overlapping pauses hold the process for their merged window.
         let pause_ms = self
-            .events
+            .effective_events()
             .iter()
             .map(|event| match event {
                 FaultEvent::Pause { for_ms, .. } => *for_ms,

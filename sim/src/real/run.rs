@@ -194,11 +194,11 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
     // one thread the run takes one at 0 ms (a replica frozen from the
     // start) strikes before any worker's first step, as in the simulator.
     let schedule: Vec<_> = spec
-        .events
-        .iter()
+        .effective_events()
+        .into_iter()
         .map(|event| {
             let strike = Strike {
-                event: event.clone(),
+                event,
                 networks: networks.clone(),
                 replicas: members.clone(),
                 pool: pool.clone(),

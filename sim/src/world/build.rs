@@ -281,7 +281,8 @@ pub async fn simulate(
         recorder: recorder.clone(),
         world: world.clone(),
     });
-    for event in spec.events.clone() {
+    // Overlapping faults of one kind merged, as they take effect.
+    for event in spec.effective_events() {
         let (handle, replicas, recorder) = (handle.clone(), replicas.clone(), recorder.clone());
         let db = db.clone();
         faults_node.spawn(async move { inject(&handle, &replicas, &recorder, &db, event).await });

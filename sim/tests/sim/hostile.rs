@@ -474,3 +474,57 @@ fn a_pause_or_timeout_of_an_hour_ends_in_a_verdict_not_a_panic() {
         );
     }
 }
+
+/// Two faults of one kind overlapping on one target: the inner one ending
+/// once ended the outer (a replica paused 600-5600 ms acted at 1500; one
+/// cut off until 5600 was granted a lease at 2154), and a crash of a
+/// process already down restarted it early and later killed the live one
+/// without a `CRASHED` line. Each window now lasts to its latest end.
+#[test]
+fn a_nested_fault_never_ends_the_outer_one_early() {
+    use retention_sim::model::{Actor, EventKind};
+    let window = |kind: &str| {
+        parse_token(&format!(
+            r#"{{"seed":5,"replicas":1,"duration_ms":12000,"events":[
+            {{"kind":"{kind}","replica":1,"at_ms":600,"for_ms":5000}},
+            {{"kind":"{kind}","replica":1,"at_ms":1000,"for_ms":500}}]}}"#
+        ))
+        .unwrap()
+    };
+    for kind in ["pause", "partition"] {
+        let history = Sim::new(&window(kind)).run().unwrap();
+        let acted: Vec<i64> = (history.events.iter())
+            .filter(|e| {
+                let granted = matches!(e.kind, EventKind::Granted { .. });
+                let invoked =
+                    e.actor == Actor::Replica(1) && matches!(e.kind, EventKind::Invoke { .. });
+                (granted || (kind == "pause" && invoked)) && (601..5_600).contains(&e.at_ms)
+            })
+            .map(|e| e.at_ms)
+            .collect();
+        assert!(
+            acted.is_empty(),
+            "{kind}: r1 acted or was granted at {acted:?} ms"
+        );
+    }
+    let spec = parse_token(
+        r#"{"seed":5,"replicas":2,"duration_ms":12000,"events":[
+        {"kind":"crash","replica":1,"at_ms":20,"restart_after_ms":600},
+        {"kind":"crash","replica":1,"at_ms":30,"restart_after_ms":0}]}"#,
+    )
+    .unwrap();
+    let history = Sim::new(&spec).run().unwrap();
+    let lines: Vec<(i64, bool)> = (history.events.iter())
+        .filter_map(|e| match e.kind {
+            EventKind::Crashed => Some((e.at_ms, true)),
+            EventKind::Restarted => Some((e.at_ms, false)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [(20, true), (620, false)],
+        "one crash, one restart at its time"
+    );
+    assert!(check(&history).passed());
+}

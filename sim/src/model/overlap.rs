@@ -1,0 +1,178 @@
+//! What a plan's timed faults do when two of one kind overlap on one
+//! target: a process paused while paused stays paused until the later end,
+//! a cut while cut heals at the later heal, a standby stalled while stalled
+//! answers at the later end, and a crash of a process already down does
+//! nothing. The simulator and real mode apply the plan through this, so a
+//! nested fault never ends the outer one early.
+
+use super::faults::FaultEvent;
+use super::spec::RunSpec;
+
+impl RunSpec {
+    /// The timed faults as they take effect: overlapping windows of one
+    /// kind on one target merged into one (at the first start, to the
+    /// latest end), and each crash that strikes a replica still down from
+    /// an earlier one dropped; every other event as planned. In time order
+    /// where the plan was; events without a time keep their place after.
+    pub fn effective_events(&self) -> Vec<FaultEvent> {
+        let mut kept: Vec<FaultEvent> = Vec::with_capacity(self.events.len());
+        let mut ordered: Vec<&FaultEvent> = self.events.iter().collect();
+        // Stable: same-instant events keep the plan's order.
+        ordered.sort_by_key(|event| event.at_ms().unwrap_or(u64::MAX));
+        for event in ordered {
+            if let Some(earlier) = kept
+                .iter_mut()
+                .rev()
+                .find(|earlier| overlaps(earlier, event))
+            {
+                merge(earlier, event);
+                continue;
+            }
+            kept.push(event.clone());
+        }
+        kept
+    }
+}
+
+/// Whether `later` (starting no earlier) lands inside `earlier`'s window
+/// of the same kind and target.
+fn overlaps(earlier: &FaultEvent, later: &FaultEvent) -> bool {
+    use FaultEvent::{Crash, Partition, Pause, StallStandby};
+    let inside =
+        |at_ms: u64, for_ms: u64, later_at_ms: u64| later_at_ms < at_ms.saturating_add(for_ms);
+    match (earlier, later) {
+        (
+            Pause {
+                replica: a,
+                at_ms,
+                for_ms,
+            },
+            Pause {
+                replica: b,
+                at_ms: later_at,
+                ..
+            },
+        )
+        | (
+            Partition {
+                replica: a,
+                at_ms,
+                for_ms,
+            },
+            Partition {
+                replica: b,
+                at_ms: later_at,
+                ..
+            },
+        ) => a == b && inside(*at_ms, *for_ms, *later_at),
+        (
+            Crash {
+                replica: a,
+                at_ms,
+                restart_after_ms,
+            },
+            Crash {
+                replica: b,
+                at_ms: later_at,
+                ..
+            },
+        ) => a == b && inside(*at_ms, *restart_after_ms, *later_at),
+        (
+            StallStandby { at_ms, for_ms },
+            StallStandby {
+                at_ms: later_at, ..
+            },
+        ) => inside(*at_ms, *for_ms, *later_at),
+        _ => false,
+    }
+}
+
+/// `earlier` stretched to cover `later` (a crash of a process already
+/// down changes nothing: its restart stays the first crash's).
+fn merge(earlier: &mut FaultEvent, later: &FaultEvent) {
+    use FaultEvent::{Partition, Pause, StallStandby};
+    let stretch = |at_ms: u64, for_ms: &mut u64, later_at: u64, later_for: u64| {
+        let end = (at_ms.saturating_add(*for_ms)).max(later_at.saturating_add(later_for));
+        *for_ms = end - at_ms;
+    };
+    match (earlier, later) {
+        (
+            Pause { at_ms, for_ms, .. },
+            Pause {
+                at_ms: b,
+                for_ms: f,
+                ..
+            },
+        )
+        | (
+            Partition { at_ms, for_ms, .. },
+            Partition {
+                at_ms: b,
+                for_ms: f,
+                ..
+            },
+        )
+        | (
+            StallStandby { at_ms, for_ms },
+            StallStandby {
+                at_ms: b,
+                for_ms: f,
+            },
+        ) => {
+            stretch(*at_ms, for_ms, *b, *f);
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pause(at_ms: u64, for_ms: u64) -> FaultEvent {
+        FaultEvent::Pause {
+            replica: 1,
+            at_ms,
+            for_ms,
+        }
+    }
+
+    #[test]
+    fn a_nested_window_never_ends_the_outer_one_early() {
+        let spec = RunSpec {
+            events: vec![
+                pause(600, 5_000),
+                pause(1_000, 500),
+                pause(5_000, 2_000),
+                pause(9_000, 10),
+            ],
+            ..RunSpec::default()
+        };
+        assert_eq!(
+            spec.effective_events(),
+            [pause(600, 6_400), pause(9_000, 10)]
+        );
+    }
+
+    #[test]
+    fn a_crash_of_a_process_already_down_does_nothing() {
+        let crash = |replica, at_ms, restart_after_ms| FaultEvent::Crash {
+            replica,
+            at_ms,
+            restart_after_ms,
+        };
+        let spec = RunSpec {
+            events: vec![
+                crash(1, 20, 600),
+                crash(1, 30, 0),
+                crash(2, 30, 0),
+                crash(1, 620, 5),
+            ],
+            ..RunSpec::default()
+        };
+        assert_eq!(
+            spec.effective_events(),
+            [crash(1, 20, 600), crash(2, 30, 0), crash(1, 620, 5)]
+        );
+    }
+}
