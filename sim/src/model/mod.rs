@@ -25,6 +25,7 @@ pub use history::{
 };
 pub use jsonl::HISTORY_FORMAT_VERSION;
 pub use names::{FaultKnob, Flaw, Named, OpKind, UnknownName};
+pub use overlap::first_per_call;
 pub use ranges::{DAY_MS, HOUR_MS, MAX_ROWS};
 pub use spec::{RunSpec, SpecError, WorkerSpec};
 pub use term::{CallFailure, FailureKind, LossRec, ReleaseRec, TermEndRec, TermSummary};

@@ -34,6 +34,38 @@ impl RunSpec {
     }
 }
 
+/// What a per-call event aims at: a stop during, or a fault of, one call
+/// (replica, operation, n-th). Two events for one call would conflict
+/// (the last silently won), so a plan may hold one of each kind.
+pub(crate) fn call_target(event: &FaultEvent) -> Option<(&'static str, u32, super::OpKind, u32)> {
+    match event {
+        FaultEvent::StopDuring {
+            replica, op, nth, ..
+        } => Some(("stop_during", *replica, *op, *nth)),
+        FaultEvent::CallFault {
+            replica, op, nth, ..
+        } => Some(("call_fault", *replica, *op, *nth)),
+        _ => None,
+    }
+}
+
+/// `events` without any per-call event whose call an earlier one of its
+/// kind already aims at: how the generators keep their draws valid.
+pub fn first_per_call(events: Vec<FaultEvent>) -> Vec<FaultEvent> {
+    let mut seen = Vec::new();
+    events
+        .into_iter()
+        .filter(|event| match call_target(event) {
+            Some(target) if seen.contains(&target) => false,
+            Some(target) => {
+                seen.push(target);
+                true
+            }
+            None => true,
+        })
+        .collect()
+}
+
 /// Whether `later` (starting no earlier) lands inside `earlier`'s window
 /// of the same kind and target.
 fn overlaps(earlier: &FaultEvent, later: &FaultEvent) -> bool {

@@ -236,6 +236,19 @@ impl RunSpec {
             return fail("skews_ms".into(), problem);
         }
         for (index, event) in self.events.iter().enumerate() {
+            let target = super::overlap::call_target(event);
+            if let Some(earlier) = target.and_then(|target| {
+                self.events[..index]
+                    .iter()
+                    .position(|e| super::overlap::call_target(e) == Some(target))
+            }) {
+                let (kind, replica, op, nth) = target.expect("found through it");
+                let problem = format!(
+                    "a second {kind} for r{replica}'s {op} {nth} (events[{earlier}] aims at it): \
+                     one call gets one of each"
+                );
+                return fail(format!("events[{index}]"), problem);
+            }
             if let Some(at_ms) = event.at_ms()
                 && at_ms >= self.duration_ms
             {

@@ -292,10 +292,12 @@ pub fn spec() -> impl Strategy<Value = RunSpec> {
                 idle_in_transaction_timeout_ms: idle,
                 faults,
                 skews_ms,
-                events: events
-                    .into_iter()
-                    .map(|e| fold(e, replicas, duration_ms))
-                    .collect(),
+                events: crate::model::first_per_call(
+                    events
+                        .into_iter()
+                        .map(|e| fold(e, replicas, duration_ms))
+                        .collect(),
+                ),
                 ..RunSpec::default()
             }
         },

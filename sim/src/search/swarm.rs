@@ -267,7 +267,8 @@ fn draw_events(seed: u64, replicas: u32, duration_ms: u64) -> Vec<FaultEvent> {
             events.push(draw(&mut rng, replicas, duration_ms));
         }
     }
-    events
+    // Two draws for one call would make an invalid plan: the first stays.
+    crate::model::first_per_call(events)
 }
 
 /// Draws one event for `replicas` replicas in a run of `duration_ms`.

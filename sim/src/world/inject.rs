@@ -73,6 +73,8 @@ pub(crate) async fn inject(
             recorder.record(actor, term(), EventKind::Crashed);
             replica.ctx.alive.store(false, Ordering::Relaxed);
             replica.ctx.stops_pending.store(0, Ordering::Relaxed);
+            // A stop the starting process had not yet taken dies with it.
+            replica.ctx.stops_deferred.store(0, Ordering::Relaxed);
             replica.ctx.worker.lock().expect("worker slot").take();
             // The kernel closes a dead process's sockets after what they
             // had sent: the database then rolls back their transactions.

@@ -70,14 +70,17 @@ impl ReplicaCtx {
     /// Starts `callers` concurrent `stop()` calls on this replica's current
     /// worker, as tasks of the replica's node.
     pub fn spawn_stops(self: &Arc<Self>, callers: u32) {
+        // A dead process gets no signal: the process that restarts later
+        // never heard this stop (checked before "starting" below, which a
+        // dead process's empty worker slot also looks like).
+        if !self.alive.load(Ordering::Relaxed) {
+            return;
+        }
         let Some(worker) = self.worker.lock().expect("worker slot").clone() else {
             // The process is starting: it stops as soon as its worker exists.
             self.stops_deferred.fetch_add(callers, Ordering::Relaxed);
             return;
         };
-        if !self.alive.load(Ordering::Relaxed) {
-            return;
-        }
         // A fresh handle: one taken before a restart spawns into the dead
         // incarnation, whose tasks never run.
         let id = self.node.lock().expect("node slot").expect("set at start");

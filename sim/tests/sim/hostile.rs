@@ -223,6 +223,11 @@ fn tokens_with_repeated_keys_or_positional_structs_are_refused() {
         // Ran seed 1 with exit 0.
         (r#"{}"#, "seed: missing"),
         (r#"{"replicas":2}"#, "seed: missing"),
+        // Two faults for one call: the last silently won.
+        (
+            r#"{"seed":1,"events":[{"kind":"call_fault","replica":1,"op":"acquire","nth":1,"outcome":"reject"},{"kind":"call_fault","replica":1,"op":"acquire","nth":1}]}"#,
+            "events[1]: a second call_fault for r1's acquire 1 (events[0] aims at it)",
+        ),
         // 36 million rows written, 1.78 GB.
         (
             r#"{"seed":1,"duration_ms":3600000,"arrivals_per_sec":10000}"#,
@@ -527,4 +532,23 @@ fn a_nested_fault_never_ends_the_outer_one_early() {
         "one crash, one restart at its time"
     );
     assert!(check(&history).passed());
+}
+
+/// A stop aimed at a replica while it is down reaches nobody: it was held
+/// over and delivered to the process that restarted 3 s later.
+#[test]
+fn a_stop_sent_to_a_crashed_replica_is_not_delivered_after_its_restart() {
+    use retention_sim::model::{Actor, EventKind};
+    let spec = parse_token(
+        r#"{"seed":3,"replicas":2,"duration_ms":6000,"events":[
+        {"kind":"crash","replica":1,"at_ms":500,"restart_after_ms":3000},
+        {"kind":"stop","replica":1,"at_ms":1000,"callers":2}]}"#,
+    )
+    .unwrap();
+    let history = Sim::new(&spec).run().unwrap();
+    let stops: Vec<i64> = (history.events.iter())
+        .filter(|e| e.actor == Actor::Replica(1) && matches!(e.kind, EventKind::StopCalled { .. }))
+        .map(|e| e.at_ms)
+        .collect();
+    assert_eq!(stops, [6_000], "only the run's own stop at its end");
 }
