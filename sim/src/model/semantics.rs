@@ -22,6 +22,10 @@ pub(super) struct Semantics {
     unrestarted: BTreeMap<u32, u32>,
     /// Delete call -> the most rows it asked for (its `LIMIT`).
     limits: BTreeMap<u64, u32>,
+    /// Call -> the replica that invoked it and, for a delete, its cutoff.
+    invoked: BTreeMap<u64, (u32, Option<i64>)>,
+    /// Lease call -> the line and kind of the service's answer to it.
+    answered: BTreeMap<u64, (usize, &'static str)>,
 }
 
 impl Semantics {
@@ -32,6 +36,8 @@ impl Semantics {
             ended: BTreeMap::new(),
             unrestarted: BTreeMap::new(),
             limits: BTreeMap::new(),
+            invoked: BTreeMap::new(),
+            answered: BTreeMap::new(),
         }
     }
 
@@ -78,13 +84,58 @@ impl Semantics {
                 _ => {}
             }
         }
+        if let (Actor::Replica(n), EventKind::Invoke { call, invocation }) =
+            (event.actor, &event.kind)
+        {
+            let cutoff = match invocation {
+                super::history::Invocation::Delete {
+                    older_than_ms,
+                    limit,
+                    ..
+                } => {
+                    self.limits.insert(*call, *limit);
+                    Some(*older_than_ms)
+                }
+                _ => None,
+            };
+            self.invoked.insert(*call, (n, cutoff));
+        }
+        let answer = match &event.kind {
+            EventKind::Granted { call, .. } => Some((*call, "granted")),
+            EventKind::Refused { call, .. } => Some((*call, "refused")),
+            _ => None,
+        };
+        if let Some((call, how)) = answer
+            && let Some((before, how_before)) = self.answered.insert(call, (line, how))
+        {
+            problems.push(format!(
+                "call {call} is {how}, and was {how_before} on line {before}: the service \
+                 answers a call once"
+            ));
+        }
+        if let EventKind::Granted { call, lease } = &event.kind
+            && let Some((n, _)) = self.invoked.get(call)
+            && lease.owner != format!("r{n}")
+        {
+            problems.push(format!(
+                "call {call} of r{n} granted a lease to {:?}: a grant goes to its caller",
+                lease.owner
+            ));
+        }
+        if let EventKind::Deleted {
+            call,
+            older_than_ms,
+            ..
+        } = &event.kind
+            && let Some((_, Some(sent_ms))) = self.invoked.get(call)
+            && older_than_ms > sent_ms
+        {
+            problems.push(format!(
+                "call {call} deleted by a cutoff of {older_than_ms} ms, later than the \
+                 {sent_ms} ms it sent (the database only ever lowers it)"
+            ));
+        }
         match &event.kind {
-            EventKind::Invoke {
-                call,
-                invocation: super::history::Invocation::Delete { limit, .. },
-            } => {
-                self.limits.insert(*call, *limit);
-            }
             EventKind::Deleted { call, rows, .. } => {
                 if let Some(limit) = self.limits.get(call)
                     && rows.len() > *limit as usize

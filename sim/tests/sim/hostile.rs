@@ -411,6 +411,35 @@ fn impossible_histories_are_refused_not_judged() {
             "header says no fault was injected",
         ),
         (
+            "an acquire both granted and refused (judged, 0 violations)",
+            |h| {
+                let at = first(h, "granted");
+                let call = h[at]["kind"]["call"].clone();
+                let mut refused = h[at].clone();
+                refused["kind"] = json!({"event": "refused", "call": call, "op": "acquire"});
+                h.insert(at + 1, refused);
+            },
+            "was granted on line",
+        ),
+        (
+            "a grant to a replica that did not call (judged, 0 violations)",
+            |h| {
+                let at = first(h, "granted");
+                let owner = h[at]["kind"]["lease"]["owner"].as_str().unwrap().to_owned();
+                let other = if owner == "r1" { "r2" } else { "r1" };
+                h[at]["kind"]["lease"]["owner"] = json!(other);
+            },
+            "a grant goes to its caller",
+        ),
+        (
+            "a delete by a later cutoff than its call sent (judged, 0 violations)",
+            |h| {
+                let at = first(h, "deleted");
+                h[at]["kind"]["older_than_ms"] = json!(-1);
+            },
+            "the database only ever lowers it",
+        ),
+        (
             "a stop bound of 0 (judged as LIVE-2: 'stop() took 341 ms, more than the 0 ms bound')",
             |h| h[0]["stop_bound_ms"] = json!(0),
             "header.stop_bound_ms: 0 is not in 1003..=",
