@@ -135,19 +135,15 @@ impl Semantics {
                  {sent_ms} ms it sent (the database only ever lowers it)"
             ));
         }
-        match &event.kind {
-            EventKind::Deleted { call, rows, .. } => {
-                if let Some(limit) = self.limits.get(call)
-                    && rows.len() > *limit as usize
-                {
-                    problems.push(format!(
-                        "call {call} deleted {} rows, but asked for at most {limit} (a \
-                         DELETE with a LIMIT never removes more)",
-                        rows.len()
-                    ));
-                }
-            }
-            _ => {}
+        if let EventKind::Deleted { call, rows, .. } = &event.kind
+            && let Some(limit) = self.limits.get(call)
+            && rows.len() > *limit as usize
+        {
+            problems.push(format!(
+                "call {call} deleted {} rows, but asked for at most {limit} (a DELETE with a \
+                 LIMIT never removes more)",
+                rows.len()
+            ));
         }
         let ending = match &event.kind {
             EventKind::Deleted { call, .. } => Some((*call, "committed")),
