@@ -108,6 +108,20 @@ impl WorkerConfig {
             self.lease_ttl_ms,
             "must be > 0",
         )?;
+        // A database that refuses at once (a connection refused in
+        // microseconds) would otherwise be hammered in a busy loop.
+        for (field, pause_ms) in [
+            ("term_interval_ms", self.term_interval_ms),
+            ("loss_backoff_ms", self.loss_backoff_ms),
+        ] {
+            check(
+                pause_ms > 0,
+                field,
+                pause_ms,
+                "must be > 0: with no pause between terms, a database that refuses at \
+                 once makes the worker spin",
+            )?;
+        }
         let interval = self.renew_interval_ms;
         check(interval > 0, "renew_interval_ms", interval, "must be > 0")?;
         check(

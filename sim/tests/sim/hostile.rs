@@ -228,6 +228,12 @@ fn tokens_with_repeated_keys_or_positional_structs_are_refused() {
             r#"{"seed":1,"events":[{"kind":"call_fault","replica":1,"op":"acquire","nth":1,"outcome":"reject"},{"kind":"call_fault","replica":1,"op":"acquire","nth":1}]}"#,
             "events[1]: a second call_fault for r1's acquire 1 (events[0] aims at it)",
         ),
+        // No pause between terms: instant refusals made the real worker
+        // spin (LIVE-3); refused as a configuration, as the runner does.
+        (
+            r#"{"seed":1,"worker":{"term_interval_ms":0}}"#,
+            "worker.term_interval_ms: invalid worker config: term_interval_ms = 0 must be > 0",
+        ),
         // 36 million rows written, 1.78 GB.
         (
             r#"{"seed":1,"duration_ms":3600000,"arrivals_per_sec":10000}"#,
