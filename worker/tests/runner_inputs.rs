@@ -24,7 +24,7 @@ fn runner(url: &str, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, Strin
 fn every_flag_is_checked_before_the_database_and_names_itself() {
     /// Flags, environment, and what the refusal says.
     type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
-    let cases: [Case; 8] = [
+    let cases: [Case; 9] = [
         // Passed validation, then every connection failed (Linux's limit).
         (
             &[
@@ -69,6 +69,13 @@ fn every_flag_is_checked_before_the_database_and_names_itself() {
             ],
             &[],
             "--statement-timeout-ms = 2147483648: must be at most 2147483647",
+        ),
+        // A bound derived from the TTL, named as derived (the operator
+        // never gave --statement-timeout-ms).
+        (
+            &["--lease-ttl-ms", "18446744073709551615"],
+            &[],
+            "--statement-timeout-ms (not given: a sixth of --lease-ttl-ms 18446744073709551615)",
         ),
         // clap names only the flag; the note names the variable.
         (

@@ -329,3 +329,43 @@ fn a_picture_too_large_to_draw_loses_nothing_else() {
     assert!(pictures.join("stop-is-terminal.svg").is_file());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The command line a report or summary records is quoted as a shell
+/// would take it back (a folder named `$(touch x)` stays a name when the
+/// line is pasted), and a word that is not UTF-8 does not panic the
+/// sweep after its runs (it read the words with `args()`).
+#[test]
+fn the_recorded_command_line_is_shell_quoted_and_never_panics() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = test_support::private_dir("sim-quoted-").keep();
+    let report = dir.join("$(touch PWNED)");
+    let (code, _, err) = sim(&[
+        "explore",
+        "--seeds",
+        "2",
+        "-q",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let page = std::fs::read_to_string(report.join("index.html")).unwrap();
+    assert!(
+        page.contains("&#39;") || page.contains("'/"),
+        "unquoted: {page:.600}"
+    );
+    assert!(
+        page.contains(&format!("'{}'", report.display()).replace('\'', "&#39;"))
+            || page.contains(&format!("'{}'", report.display())),
+        "{page:.600}"
+    );
+    let odd = dir.join(std::ffi::OsStr::from_bytes(b"s\xff.json"));
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
+        .args(["explore", "--seeds", "2", "-q", "--summary"])
+        .arg(&odd)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

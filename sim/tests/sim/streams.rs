@@ -143,3 +143,30 @@ fn colour_only_when_asked_for_or_on_a_terminal() {
     assert_eq!(code, 2);
     assert!(err.contains("sometimes"), "{err}");
 }
+
+/// On a terminal (a pseudo-terminal from util-linux's `script`), `auto`
+/// colours unless `NO_COLOR` is set to something (no-color.org: an empty
+/// one does not count; it used to turn colour off) or `TERM` is `dumb`
+/// (which was coloured).
+#[test]
+fn colour_on_a_terminal_follows_no_color_and_term() {
+    let token = crate::replay::STALE_RELEASE;
+    let command = format!("{} replay '{token}'", env!("CARGO_BIN_EXE_sim"));
+    let painted = |env: &[(&str, &str)]| {
+        let output = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .env_remove("NO_COLOR")
+            .env("TERM", "xterm")
+            .envs(env.iter().copied())
+            .output()
+            .expect("util-linux's script (Debian's bsdutils) runs the command on a terminal");
+        String::from_utf8_lossy(&output.stdout).contains("\u{1b}[31m")
+    };
+    assert!(painted(&[]), "no colour on a terminal");
+    assert!(
+        painted(&[("NO_COLOR", "")]),
+        "an empty NO_COLOR turned colour off"
+    );
+    assert!(!painted(&[("NO_COLOR", "1")]), "NO_COLOR=1 coloured");
+    assert!(!painted(&[("TERM", "dumb")]), "TERM=dumb coloured");
+}

@@ -22,7 +22,11 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         // Colour for a person at a terminal; plain text for a log file, a
         // pipe or a journal, and wherever NO_COLOR is set.
-        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+        .with_ansi(
+            std::io::stderr().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
+                && std::env::var_os("TERM").is_none_or(|term| term != "dumb"),
+        )
         .init();
     let config = match RunnerConfig::try_parse() {
         Ok(config) => config,

@@ -73,6 +73,27 @@ impl RunnerError {
     }
 }
 
+/// A rule broken by a bound the flags left to derive from the lease TTL
+/// names the TTL too: the operator never gave the bound.
+fn derived_from_ttl(config: &RunnerConfig, error: ConfigError) -> RunnerError {
+    let given = match error.field {
+        "call_timeout_ms" => config.call_timeout_ms.is_some(),
+        "statement_timeout_ms" => config.statement_timeout_ms.is_some(),
+        "lock_timeout_ms" => config.lock_timeout_ms.is_some(),
+        "idle_in_transaction_timeout_ms" => config.idle_in_transaction_timeout_ms.is_some(),
+        "keepalive_idle_ms" => config.keepalive_idle_ms.is_some(),
+        _ => true,
+    };
+    let mut refused = RunnerError::flag(error);
+    if let (false, RunnerError::Config { flag, .. }) = (given, &mut refused) {
+        flag.push_str(&format!(
+            " (not given: a sixth of --lease-ttl-ms {})",
+            config.lease_ttl_ms
+        ));
+    }
+    refused
+}
+
 impl fmt::Display for RunnerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -125,7 +146,7 @@ pub async fn run_runner(
                 Err(error)
             }
         })
-        .map_err(RunnerError::flag)?;
+        .map_err(|error| derived_from_ttl(&config, error))?;
     // A driver's message may quote the URL or the password it was given.
     let setup =
         |error: SetupError| RunnerError::Setup(SetupError(redact(&error.0, &config.database_url)));

@@ -25,7 +25,7 @@ pub struct Cli {
 /// When output is coloured (cargo's and ripgrep's convention).
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Colour {
-    /// On a terminal, unless `NO_COLOR` is set.
+    /// On a terminal, unless `NO_COLOR` is set (not empty) or `TERM` is `dumb`.
     Auto,
     /// Always, even into a file or a pipe.
     Always,

@@ -102,7 +102,7 @@ fn status() -> u8 {
         args::Colour::Never => false,
         args::Colour::Auto => {
             use std::io::IsTerminal;
-            std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+            output::colour_by_default(std::io::stdout().is_terminal())
         }
     });
     let result = match cli.command {

@@ -51,7 +51,7 @@ pub fn run_merge(args: &MergeArgs) -> Result<u8, String> {
         Some(path) => Some(Summary::load(path).map_err(|e| format!("--baseline {e}"))?),
         None => None,
     };
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let command = crate::output::command_line();
     let (merged, missing) = merge(&parts, &command)?;
     let triaged = baseline.as_ref().map(|old| triage(&merged, old));
     if merged.build != Build::current() {

@@ -124,3 +124,34 @@ macro_rules! tell {
     ($($arg:tt)*) => { $crate::output::note(format_args!($($arg)*)) };
 }
 pub(crate) use tell;
+
+/// Colour by default only on a terminal that shows it: not under a
+/// non-empty `NO_COLOR` (no-color.org: an empty one does not count), and
+/// not on `TERM=dumb`.
+pub fn colour_by_default(terminal: bool) -> bool {
+    let no_colour = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
+    let dumb = std::env::var_os("TERM").is_some_and(|term| term == "dumb");
+    terminal && !no_colour && !dumb
+}
+
+/// This process's command line as a shell would take it back: each word
+/// quoted when it holds anything but plain characters (a report or a
+/// summary quotes it, and a folder named `$(touch x)` must stay a name),
+/// and words that are not UTF-8 shown lossily rather than panicking.
+pub fn command_line() -> String {
+    std::env::args_os()
+        .map(|word| {
+            let word = word.to_string_lossy();
+            let plain = !word.is_empty()
+                && word
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
+            if plain {
+                word.into_owned()
+            } else {
+                format!("'{}'", word.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

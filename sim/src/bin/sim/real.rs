@@ -117,8 +117,15 @@ fn prepare_folder(out: &Path, force: bool) -> Result<(), String> {
             }
             Ok(())
         }
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(out)
-            .map_err(|error| format!("--out {}: cannot create it: {error}", out.display())),
+        // Made only inside a folder that exists, as `scenario --real` does:
+        // a mistyped path is not built level by level.
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(out)
+            .map_err(|error| {
+                format!(
+                    "--out {}: cannot make it: {error} (is its parent a folder?)",
+                    out.display()
+                )
+            }),
         Err(error) => Err(format!("--out {}: {error}", out.display())),
     }
 }

@@ -85,7 +85,7 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
     let swept = explore_until(&config, interrupt::stop_flag(), |at| watch.update(at));
     watch.finish();
     let shrunk = shrink_failures(&config, &swept, args.shrink_max);
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let command = crate::output::command_line();
     let summary = summarize(args, &config, &swept, &shrunk, &command);
     // Printed before anything is written, so a refused write loses nothing.
     if args.json {
