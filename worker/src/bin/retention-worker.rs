@@ -37,8 +37,9 @@ async fn main() -> ExitCode {
                 .collect();
             let note = environment_note(&error, &args);
             // clap prints the error (or --help) and picks the status; help
-            // that could not be written is a failure (74, as `sim`'s).
-            if error.print().is_err() {
+            // that could not be written is a failure (74, as `sim`'s), and
+            // a refusal keeps its own status either way.
+            if error.print().is_err() && error.exit_code() == 0 {
                 return ExitCode::from(74);
             }
             if let Some(note) = note {
