@@ -276,6 +276,14 @@ fn a_folder_the_script_did_not_make_is_never_changed_or_removed() {
         std::fs::read_to_string(dir.join("notes.txt")).expect("kept"),
         "mine"
     );
+    // A file named as the folder: stop removed it.
+    let file = dir.join("notes.txt");
+    let stopped = script(
+        &["stop"],
+        &[("RETENTION_PG_DIR", file.to_str().expect("UTF-8"))],
+    );
+    assert_eq!(stopped.status.code(), Some(2), "{stopped:?}");
+    assert_eq!(std::fs::read_to_string(&file).expect("kept"), "mine");
     std::fs::remove_dir_all(&dir).expect("clean up");
 }
 

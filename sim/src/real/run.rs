@@ -270,7 +270,8 @@ async fn add_server_events(
         .saturating_add(spec.idle_in_transaction_timeout_ms)
         .saturating_add(1_000);
     let busy = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                AND pid <> pg_backend_pid() AND state IS DISTINCT FROM 'idle'";
+                AND pid <> pg_backend_pid() AND backend_type = 'client backend' \
+                AND state IS DISTINCT FROM 'idle'";
     let deadline = std::time::Instant::now() + Duration::from_millis(settle_ms);
     while std::time::Instant::now() < deadline {
         let running: i64 = client

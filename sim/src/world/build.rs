@@ -290,7 +290,7 @@ pub async fn simulate(
 
     madsim::time::sleep(Duration::from_millis(spec.duration_ms)).await;
     for replica in replicas.iter() {
-        replica.ctx.spawn_stops(1);
+        replica.ctx.spawn_stops_at_end(1);
     }
     settle_stops(&replicas, &recorder, header.stop_bound_ms).await;
 

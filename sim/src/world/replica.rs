@@ -67,6 +67,17 @@ impl ReplicaCtx {
         }
     }
 
+    /// The run's own stop at its end: a replica down then gets it when it
+    /// restarts (the run is over for it too), unlike a planned stop, which
+    /// a dead process never hears.
+    pub fn spawn_stops_at_end(self: &Arc<Self>, callers: u32) {
+        if self.alive.load(Ordering::Relaxed) {
+            self.spawn_stops(callers);
+        } else {
+            self.stops_deferred.fetch_add(callers, Ordering::Relaxed);
+        }
+    }
+
     /// Starts `callers` concurrent `stop()` calls on this replica's current
     /// worker, as tasks of the replica's node.
     pub fn spawn_stops(self: &Arc<Self>, callers: u32) {

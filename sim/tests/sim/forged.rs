@@ -193,6 +193,26 @@ fn forged_summaries_are_refused_naming_the_file_and_field() {
         "{err}"
     );
 
+    // Another build's baseline: its plans are held to its own rules (this
+    // build refuses two faults for one call; an older one drew them).
+    let mut older = second.clone();
+    older["build"]["source_hash"] = json!("0123456789abcdef");
+    let mut token = older["failures"][0]["token"].clone();
+    let twice = json!({"kind": "call_fault", "replica": 1, "op": "acquire", "nth": 1});
+    token["events"] = json!([twice.clone(), twice]);
+    older["failures"][0]["token"] = token;
+    std::fs::write(dir.join("older.json"), older.to_string()).unwrap();
+    let (code, out, err) = sim(&[
+        "merge",
+        &path("s1.json"),
+        &path("s2.json"),
+        &path("s3.json"),
+        "--baseline",
+        &path("older.json"),
+    ]);
+    assert_ne!(code, 2, "{err}");
+    assert!(out.contains("triage against"), "{out}\n{err}");
+
     // Not a summary at all, and endless: refused at the size limit.
     let (code, _, err) = sim(&["merge", "/dev/zero"]);
     assert_eq!(code, 2, "{err}");

@@ -167,6 +167,17 @@ fn damaged_histories_are_refused_with_their_line() {
             "control character U+001B",
         ),
     ];
+    // Accepted: a stop bound as high as merged pauses make it (two
+    // overlapping hour-long pauses under hour-long call timeouts).
+    let found_later: &[(&str, Edit, &str)] = &[
+        found_later[..].to_vec(),
+        vec![(
+            "a stop bound of 17,000,999 ms (merged pauses) was refused",
+            |h: &mut Vec<Value>| h[0]["stop_bound_ms"] = json!(17_000_999),
+            "",
+        )],
+    ]
+    .concat();
     for (what, edit, expected) in cases.iter().chain(found_later) {
         let mut lines = base();
         edit(&mut lines);
@@ -586,4 +597,20 @@ fn a_stop_sent_to_a_crashed_replica_is_not_delivered_after_its_restart() {
         .map(|e| e.at_ms)
         .collect();
     assert_eq!(stops, [6_000], "only the run's own stop at its end");
+
+    // Down when the run ends, back while the other replica's stop is
+    // still settling (it is paused): the run's own stop reaches the
+    // restarted process (the run is over for it too).
+    let spec = parse_token(
+        r#"{"seed":3,"replicas":2,"duration_ms":6000,"events":[
+        {"kind":"crash","replica":1,"at_ms":5500,"restart_after_ms":1000},
+        {"kind":"pause","replica":2,"at_ms":5000,"for_ms":3000}]}"#,
+    )
+    .unwrap();
+    let history = Sim::new(&spec).run().unwrap();
+    let stops: Vec<i64> = (history.events.iter())
+        .filter(|e| e.actor == Actor::Replica(1) && matches!(e.kind, EventKind::StopCalled { .. }))
+        .map(|e| e.at_ms)
+        .collect();
+    assert_eq!(stops, [6_500], "the end's stop, taken at the restart");
 }

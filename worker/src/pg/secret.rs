@@ -114,13 +114,14 @@ fn written_passwords(database_url: &str) -> Vec<&str> {
         // password with an unencoded `/` or `?` is still found whole by
         // taking the last `@` anywhere as a second guess.
         let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-        for userinfo in [
-            rest[..authority_end].rsplit_once('@').map(|(info, _)| info),
-            rest.rsplit_once('@').map(|(info, _)| info),
-        ]
-        .into_iter()
-        .flatten()
-        {
+        let in_authority = rest[..authority_end].rsplit_once('@').map(|(info, _)| info);
+        // The second guess only when the authority holds no `@`, and not
+        // through a query (`?application_name=a:b@c` names no password).
+        let anywhere = rest
+            .rsplit_once('@')
+            .map(|(info, _)| info)
+            .filter(|info| in_authority.is_none() && !info.contains('?'));
+        for userinfo in [in_authority, anywhere].into_iter().flatten() {
             if let Some((_, password)) = userinfo.split_once(':') {
                 found.push(password);
             }
@@ -175,6 +176,15 @@ mod tests {
             "postgres://app@db/prod"
         );
         assert_eq!(redact_url("postgres://db/prod"), "postgres://db/prod");
+        // An `@` in the query is not the user info's.
+        assert_eq!(
+            redact_url("postgres://app:pw@db/prod?application_name=a@b"),
+            "postgres://app:***@db/prod?application_name=a@b"
+        );
+        assert_eq!(
+            redact_url("postgres://db/x?application_name=a:b@c"),
+            "postgres://db/x?application_name=a:b@c"
+        );
         // A host named like the password stays.
         assert_eq!(
             redact_url("postgres://app:db@db/prod"),
