@@ -585,32 +585,30 @@ fn a_nested_fault_never_ends_the_outer_one_early() {
 #[test]
 fn a_stop_sent_to_a_crashed_replica_is_not_delivered_after_its_restart() {
     use retention_sim::model::{Actor, EventKind};
-    let spec = parse_token(
+    // When r1's `stop()` calls began, in the run of `token`.
+    let r1_stops = |token: &str| -> Vec<i64> {
+        let history = Sim::new(&parse_token(token).unwrap()).run().unwrap();
+        (history.events.iter())
+            .filter(|e| {
+                e.actor == Actor::Replica(1) && matches!(e.kind, EventKind::StopCalled { .. })
+            })
+            .map(|e| e.at_ms)
+            .collect()
+    };
+    let stops = r1_stops(
         r#"{"seed":3,"replicas":2,"duration_ms":6000,"events":[
         {"kind":"crash","replica":1,"at_ms":500,"restart_after_ms":3000},
         {"kind":"stop","replica":1,"at_ms":1000,"callers":2}]}"#,
-    )
-    .unwrap();
-    let history = Sim::new(&spec).run().unwrap();
-    let stops: Vec<i64> = (history.events.iter())
-        .filter(|e| e.actor == Actor::Replica(1) && matches!(e.kind, EventKind::StopCalled { .. }))
-        .map(|e| e.at_ms)
-        .collect();
+    );
     assert_eq!(stops, [6_000], "only the run's own stop at its end");
 
     // Down when the run ends, back while the other replica's stop is
     // still settling (it is paused): the run's own stop reaches the
     // restarted process (the run is over for it too).
-    let spec = parse_token(
+    let stops = r1_stops(
         r#"{"seed":3,"replicas":2,"duration_ms":6000,"events":[
         {"kind":"crash","replica":1,"at_ms":5500,"restart_after_ms":1000},
         {"kind":"pause","replica":2,"at_ms":5000,"for_ms":3000}]}"#,
-    )
-    .unwrap();
-    let history = Sim::new(&spec).run().unwrap();
-    let stops: Vec<i64> = (history.events.iter())
-        .filter(|e| e.actor == Actor::Replica(1) && matches!(e.kind, EventKind::StopCalled { .. }))
-        .map(|e| e.at_ms)
-        .collect();
+    );
     assert_eq!(stops, [6_500], "the end's stop, taken at the restart");
 }
