@@ -117,29 +117,36 @@ fn a_scenario_run_against_postgresql_reports_its_verdict_and_a_tally() {
     );
 }
 
-/// Attempts each review finding gets. Measured single-attempt rates
-/// (README): 10 in 10 for all five; `stale-release`'s renewal reply and
-/// last delete reply land 5 ms apart in the simulation too, and it was 4
-/// in 10 before the delete's stand-in work held its rows, so it keeps a
-/// margin.
-const FINDING_ATTEMPTS: &str = "15";
+/// Attempts each review finding gets against PostgreSQL; the test stops
+/// at the first that confirms it.
+///
+/// Why 4: `sim bench --real sim/findings/ --attempts 100` confirmed every
+/// finding in 100 of 100 single attempts, idle and beside a two-job sweep
+/// (README, "The review's findings, confirmed against PostgreSQL"). The
+/// lower end of Wilson's 95% interval for 100 of 100 is 100 / (100 +
+/// 1.96^2) = 0.963, so one attempt misses with probability at most 0.037.
+/// The gate fails falsely when any of the five findings misses all of its
+/// k attempts: at most 5 * 0.037^k, which is 9.4e-6 at k = 4 (below 1 in
+/// 100,000 CI runs) and 2.5e-4 at k = 3. `sim bench --real` prints this
+/// k from whatever it measures.
+const FINDING_ATTEMPTS: &str = "4";
 
-/// Each review finding's shrunk counterexample (`sim/regressions/`, kept
-/// as `sim merge --save-failures` saved it) happens against PostgreSQL
-/// too: the flawed variant, on the production adapters, breaks the same
-/// clause there.
+/// The review's five findings happen against PostgreSQL too: each one's
+/// plan in `sim/findings/` (the kept counterexample's race widened so that
+/// real scheduling cannot tip it), run with its flawed variant on the
+/// production adapters, breaks the clause it breaks in the simulator.
 #[test]
-fn every_review_findings_shrunk_counterexample_is_confirmed_against_postgresql() {
+fn every_review_finding_is_confirmed_against_postgresql() {
     let _alone = crate::alone();
     drop(TempServer::start());
-    let kept = concat!(env!("CARGO_MANIFEST_DIR"), "/regressions");
-    let files = retention_sim::report::scenario_files(std::path::Path::new(kept))
-        .expect("the regression folder");
+    let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/findings");
+    let files = retention_sim::report::scenario_files(std::path::Path::new(folder))
+        .expect("the findings folder");
     assert_eq!(files.len(), 5, "one per review finding: {files:?}");
     let mut confirmed = Vec::new();
     for file in files {
-        let scenario = retention_sim::Scenario::load(&file).expect("a kept failure");
-        let flaw = scenario.run.flaw.expect("a kept failure names its flaw");
+        let scenario = retention_sim::Scenario::load(&file).expect("a finding's plan");
+        let flaw = scenario.run.flaw.expect("a finding's plan names its flaw");
         let clause = scenario.expect.violates[0].clone();
         let token = retention_sim::report::replay_token(&scenario.run);
         let out = tempdir(&format!("finding-{flaw}"));
@@ -241,4 +248,38 @@ fn scenario_real_makes_its_out_folder_and_writes_each_history_there() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("cannot be made"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `sim bench --real`: each file's rate of runs as expected against
+/// PostgreSQL, its lower bound and the attempts a gate needs at that
+/// bound, as JSON; a figure, so it exits 0. A count out of range is
+/// refused before any server starts.
+#[test]
+fn bench_real_reports_each_files_rate_and_the_attempts_it_implies() {
+    drop(TempServer::start());
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/findings/uncapped-term.toml");
+    let output = sim(&["bench", "--real", file, "--attempts", "2", "--json"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    let rates: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON array");
+    let rate = &rates[0];
+    assert_eq!(rate["name"], "uncapped-term", "{stdout}");
+    assert_eq!(rate["attempts"], 2, "{stdout}");
+    assert_eq!(rate["as_expected"], 2, "{stdout}");
+    // Wilson's lower bound for 2 of 2 is 2 / (2 + 1.96^2) = 0.3423; a
+    // miss of all k below 1e-5 needs 0.6577^k < 1e-5: k = 28.
+    let lower = rate["rate_lower"].as_f64().unwrap();
+    assert!((lower - 2.0 / (2.0 + 1.96 * 1.96)).abs() < 1e-9, "{stdout}");
+    assert_eq!(rate["gate_attempts"], 28, "{stdout}");
+    assert_eq!(stderr.matches(": as expected").count(), 2, "{stderr}");
+
+    let refused = sim(&["bench", "--real", file, "--attempts", "0"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("--attempts: 0 is not in 1..=100000"),
+        "{stderr}"
+    );
+    assert!(refused.stdout.is_empty());
 }

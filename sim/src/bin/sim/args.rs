@@ -353,6 +353,14 @@ pub struct BenchArgs {
     /// Runs of the memory sweep.
     #[arg(long, default_value_t = 100_000)]
     pub memory_runs: u64,
+    /// Instead of the simulator's figures: how often each scenario file's
+    /// expectation holds against a throwaway PostgreSQL (a folder stands
+    /// for its `*.toml` files), over `--attempts` single attempts each.
+    #[arg(long, value_name = "FILES", num_args = 1..)]
+    pub real: Vec<std::path::PathBuf>,
+    /// With `--real`: single attempts per file.
+    #[arg(long, default_value_t = 100, requires = "real")]
+    pub attempts: u32,
 }
 
 /// A parser that accepts exactly the names of `T`'s list (and lists them

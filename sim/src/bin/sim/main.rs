@@ -8,8 +8,8 @@
 //! compared with a baseline, `plan.rs` the shard plan, `progress.rs` the
 //! progress display; `files.rs` how a file is written without losing one,
 //! `output.rs` standard output that outlives a closed pipe, `interrupt.rs`
-//! what a signal does, `page.rs` the sweep's report page; `real.rs` and
-//! `takeover.rs` what runs against PostgreSQL.
+//! what a signal does, `page.rs` the sweep's report page; `real.rs`,
+//! `real_rate.rs` and `takeover.rs` what runs against PostgreSQL.
 
 mod args;
 mod check;
@@ -22,6 +22,7 @@ mod page;
 mod plan;
 mod progress;
 mod real;
+mod real_rate;
 mod summary;
 mod summary_checks;
 mod sweep;
@@ -191,6 +192,8 @@ fn status() -> u8 {
                 }
             };
         }
+        Command::Bench(args) if !args.real.is_empty() => scenario_inputs(args.real)
+            .and_then(|files| real_rate::real_rates(&files, args.attempts, args.json)),
         Command::Bench(args) => run_bench(&args),
         Command::Takeover(args) => takeover::run_takeover(&args),
         Command::Check {
