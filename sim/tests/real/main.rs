@@ -28,10 +28,11 @@ mod replay;
 mod round_trips;
 mod timed;
 
-/// Held by the test that measures round trips by time and by the tests
-/// that load both cores for tens of seconds, so that they never overlap:
-/// a 100 ms round trip must not be read as two because another test's
-/// three replicas had the cores.
+/// Held by the tests that measure time (round trips, statements' ends
+/// within a tolerance), by those whose real runs must fall one way, and
+/// by those that load both cores for tens of seconds, so that none of
+/// them overlaps another: a 100 ms round trip must not be read as two
+/// because another test's three replicas had the cores.
 pub(crate) fn alone() -> std::sync::MutexGuard<'static, ()> {
     static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
     ALONE

@@ -28,6 +28,7 @@ fn sim(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn a_plan_that_keeps_every_clause_is_not_reproduced_and_each_attempt_is_saved() {
+    let _alone = crate::alone();
     // Installs the server's package if it is missing, as every real-mode
     // test does; the command line itself only says how.
     drop(TempServer::start());
@@ -94,6 +95,7 @@ fn tempdir(prefix: &str) -> std::path::PathBuf {
 /// too (the revoked renewal and the loss it causes), and a tally ends it.
 #[test]
 fn a_scenario_run_against_postgresql_reports_its_verdict_and_a_tally() {
+    let _alone = crate::alone();
     drop(TempServer::start());
     let scenarios = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
     let output = sim(&[
@@ -256,6 +258,7 @@ fn scenario_real_makes_its_out_folder_and_writes_each_history_there() {
 /// refused before any server starts.
 #[test]
 fn bench_real_reports_each_files_rate_and_the_attempts_it_implies() {
+    let _alone = crate::alone();
     drop(TempServer::start());
     let file = concat!(env!("CARGO_MANIFEST_DIR"), "/findings/uncapped-term.toml");
     let output = sim(&["bench", "--real", file, "--attempts", "2", "--json"]);

@@ -366,6 +366,7 @@ async fn server(url: &str, admin: &Client, story: &Story) -> Vec<(Outcome, i64)>
 
 #[test]
 fn timed_interleavings_agree_with_postgresql() {
+    let _alone = crate::alone();
     let server_process = TempServer::start();
     runtime().block_on(async {
         drop(server_process.database("timed", 1).await);
