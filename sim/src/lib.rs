@@ -27,21 +27,28 @@
 //! 4. [`calls`]: a replica's call numbering, fault draws and the
 //!    adapters' round trips (measured against PostgreSQL) on any runtime,
 //!    shared by the simulator and the real-mode tests. Uses `model`.
-//! 5. [`world`]: the madsim boundary: clock, recorder, wire messages, the
+//! 5. [`plan`]: what a run's seed draws before it starts (seeded rows,
+//!    each replica's skew, fault draws, stop triggers and jitter seed), one
+//!    way for the simulator and real mode. Uses `model`, `calls`.
+//! 6. [`world`]: the madsim boundary: clock, recorder, wire messages, the
 //!    replicas' port, connection pools and TCP connections, the database
 //!    node, the replica process, timed faults, and the seam a worker plugs
-//!    into. Uses `model`, `db`, `calls`.
-//! 6. [`subject`]: the worker under test (the real one, the flawed variant)
+//!    into. Uses `model`, `db`, `calls`, `plan`.
+//! 7. [`subject`]: the worker under test (the real one, the flawed variant)
 //!    and [`Sim`], the one way to run a world. Uses `model`, `world`.
-//! 7. [`report`]: the timeline and its swimlane picture, [`format_failure`],
+//! 8. [`report`]: the timeline and its swimlane picture, [`format_failure`],
 //!    scenario files and the scenario report. Uses `model`, `checker`.
-//! 8. [`search`]: swarm plans, `explore`, the property suite, the
+//! 9. [`search`]: swarm plans, `explore`, the property suite, the
 //!    benchmark. Uses all of the above.
-//! 9. [`real`]: real mode: replicas of the production worker on tokio
-//!    against a throwaway PostgreSQL, with faults around the production
-//!    adapters, recorded in the history format `checker` judges. Uses
-//!    `model`, `checker`, `calls`, `report`, and `subject` for the flawed
-//!    variant (on tokio's timers there); never madsim itself.
+//! 10. [`sweep`]: sweeps across machines: the [`Shard`](search::Shard) a
+//!     machine runs, the versioned summary document, its checks, merge and
+//!     triage, and the shard plan. Uses `model`, `checker`, `report`,
+//!     `search`.
+//! 11. [`real`]: real mode: replicas of the production worker on tokio
+//!     against a throwaway PostgreSQL, with faults around the production
+//!     adapters, recorded in the history format `checker` judges. Uses
+//!     `model`, `checker`, `calls`, `plan`, `report`, and `subject` for the flawed
+//!     variant (on tokio's timers there); never madsim itself.
 //!
 //! The `sim` command line (`src/bin/sim/`) sits on top of them all.
 
@@ -61,6 +68,8 @@ pub mod db;
 
 pub mod calls;
 
+pub mod plan;
+
 pub mod world;
 
 pub mod subject;
@@ -68,6 +77,8 @@ pub mod subject;
 pub mod report;
 
 pub mod search;
+
+pub mod sweep;
 
 pub mod real;
 

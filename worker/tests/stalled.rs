@@ -2,7 +2,8 @@
 //! cannot keep the cluster from failing over: the `retention-worker` binary
 //! frozen with SIGSTOP, and cut off by a partition that closes nothing, each
 //! with its fence's share lock on the lease row, and a successor granted
-//! within the bound README states. Needs PostgreSQL's server binaries.
+//! within the bound `worker/README.md` states ("A stalled client cannot
+//! hold the cluster"). Needs PostgreSQL's server binaries.
 
 #![cfg(feature = "runner")]
 
@@ -158,7 +159,7 @@ fn fail_over(
     }
 }
 
-/// The bound from README: the lock goes within call + statement + idle
+/// The bound from `worker/README.md`: the lock goes within call + statement + idle
 /// bounds of the stall, and the successor is granted once the holder's
 /// lease (renewed before the stall) has expired, plus its own retries.
 fn assert_within_the_formula(seen: &Failover, what: &str) {

@@ -1,4 +1,4 @@
-//! `scripts/throwaway-postgres`, as README and `.ci/run` use it: two
+//! `scripts/throwaway-postgres`, as `worker/README.md` and `.ci/run` use it: two
 //! servers started side by side on one host get folders and ports of their
 //! own, `stop` finds each through the export line and unsets it, a server
 //! asks every connection for its password, a port taken between the probe

@@ -8,12 +8,14 @@ mod clock_probes;
 mod clocks;
 mod coverage;
 mod db_probes;
+mod findings;
 mod replica;
 mod service;
 
-use std::fmt;
-
 pub use coverage::{PROBES, coverage};
+pub use findings::Violation;
+
+use findings::Findings;
 
 use crate::model::History;
 
@@ -79,27 +81,6 @@ pub const CLAUSES: &[(&str, &str)] = &[
     ("LIVE-4", "no replica's worker panics"),
 ];
 
-/// One broken clause, with the events (sequence numbers) that show it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Violation {
-    /// The clause ID, e.g. `FEN-1`.
-    pub clause: &'static str,
-    /// What happened, in words.
-    pub message: String,
-    /// The events that show it, in history order.
-    pub events: Vec<usize>,
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: {} (events {:?})",
-            self.clause, self.message, self.events
-        )
-    }
-}
-
 /// The checker's findings for one history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verdict {
@@ -141,7 +122,7 @@ pub fn check(history: &History) -> Verdict {
     replica::check(history, &mut found);
     replica::check_spins(history, &mut found);
     service::check(history, &mut found);
-    let mut violations = found.0;
+    let mut violations = found.into_violations();
     let rank = |clause: &str| CLAUSES.iter().position(|(id, _)| *id == clause);
     violations.sort_by(|a, b| (rank(a.clause), &a.events).cmp(&(rank(b.clause), &b.events)));
     for violation in &violations {
@@ -154,22 +135,5 @@ pub fn check(history: &History) -> Verdict {
     Verdict {
         seed: history.header.seed,
         violations,
-    }
-}
-
-/// Collects violations while the checks walk the history.
-#[derive(Debug, Default)]
-pub(crate) struct Findings(Vec<Violation>);
-
-impl Findings {
-    pub fn flag(&mut self, clause: &'static str, events: &[usize], message: impl Into<String>) {
-        let mut events = events.to_vec();
-        events.sort_unstable();
-        events.dedup();
-        self.0.push(Violation {
-            clause,
-            message: message.into(),
-            events,
-        });
     }
 }

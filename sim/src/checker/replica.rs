@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::Findings;
 use super::clocks::HostClock;
+use super::findings::Findings;
 use crate::model::{
     Actor, Event, EventKind, FailureKind, Header, History, Invocation, LeaseRec, OpKind, Outcome,
 };

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::Findings;
 use super::clocks::HostClock;
+use super::findings::Findings;
 use crate::model::{Actor, EventKind, History, LeaseRec, Outcome, RowRec};
 
 pub(super) fn check(history: &History, found: &mut Findings) {

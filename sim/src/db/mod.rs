@@ -17,8 +17,9 @@
 //!
 //! Each statement names the adapter SQL it stands for
 //! (`worker/src/pg/lease.rs`, `worker/src/pg/records.rs`) and says which
-//! instant it reads the clock at. What is not modelled is listed in
-//! `README.md` (the database model).
+//! instant it reads the clock at. The model is described in
+//! `sim/docs/database-model.md`; what it leaves out is listed in
+//! `sim/docs/not-modelled.md`.
 
 mod database;
 mod lease_row;

@@ -14,9 +14,11 @@ mod overlap;
 mod ranges;
 mod semantics;
 mod spec;
+mod spec_checks;
 pub(crate) mod strict_json;
 mod term;
 mod validate;
+mod worker_seam;
 
 pub use faults::{CallOutcome, FaultConfig, FaultEvent};
 pub use flag_text::{EventFlag, set_fault_flag};
@@ -29,3 +31,4 @@ pub use overlap::first_per_call;
 pub use ranges::{DAY_MS, HOUR_MS, MAX_ROWS};
 pub use spec::{RunSpec, SpecError, WorkerSpec};
 pub use term::{CallFailure, FailureKind, LossRec, ReleaseRec, TermEndRec, TermSummary};
+pub use worker_seam::{BoxFuture, OnTerm, SimulatedWorker, WorkerUnderTest, panic_message};

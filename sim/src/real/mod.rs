@@ -12,9 +12,10 @@
 //! steps its clock, `db_clock` makes the database's clock steppable and
 //! audits every row deleted, `port` is a replica's faulty, recording view
 //! of the adapters, `replica` a replica's lifecycle (start, kill, pause,
-//! stop), `run` one plan from start to history, and `server_log` what the
-//! server did on its own (bounds, cancels, rollbacks, lock waits), read
-//! back from its log.
+//! stop), `run` one plan from start to history, `server` the throwaway
+//! server and runtime every command's runs share ([`RealServer`]), and
+//! `server_log` what the server did on its own (bounds, cancels,
+//! rollbacks, lock waits), read back from its log.
 //!
 //! [`History`]: crate::History
 
@@ -24,4 +25,7 @@ pub mod log;
 pub mod port;
 pub mod replica;
 pub mod run;
+mod server;
 pub mod server_log;
+
+pub use server::RealServer;

@@ -9,15 +9,44 @@ use std::time::Duration;
 use crate::model::{Actor, EventKind, Invocation, OpKind, Outcome, RowRec};
 use retention_worker::{CallError, CallErrorKind, Lease, LeaseService, RecordsRepository};
 
-use super::gate::Gate;
-use super::replica::Replica;
+use retention_worker::pg::{PgLeaseService, PgRecords};
+
+use super::gate::{Gate, InFlight};
+use super::log::Log;
+use crate::calls::{CallFaults, CallLedger, CallTicket};
+
+/// What a port needs from the replica whose calls it makes: the replica
+/// implements it, so that the port names no replica type.
+pub trait CallingReplica: Send + Sync {
+    /// The run's log.
+    fn log(&self) -> &Arc<Log>;
+    /// Numbers the replica's calls and terms.
+    fn ledger(&self) -> &CallLedger;
+    /// Records an event of the replica, in its current term.
+    fn record(&self, kind: EventKind);
+    /// The replica issued the call `ticket`: the plan's stops during it
+    /// strike.
+    fn call_issued(self: Arc<Self>, ticket: &CallTicket);
+    /// The faults the plan draws for the call `ticket`.
+    fn draw(&self, ticket: &CallTicket) -> CallFaults;
+    /// Database calls in flight, all replicas'.
+    fn in_flight(&self) -> &Arc<InFlight>;
+    /// How long a call waits for its answer, from the call.
+    fn call_timeout_ms(&self) -> u64;
+    /// Set between a granted acquire and the term's end.
+    fn leading(&self) -> &std::sync::atomic::AtomicBool;
+    /// The production lease adapter.
+    fn leases(&self) -> &PgLeaseService;
+    /// The production records adapter.
+    fn records(&self) -> &PgRecords;
+}
 
 /// A replica's lease service and repository: the production adapters, with
 /// faults around them and every call recorded.
 #[derive(Clone)]
 pub struct Port {
     /// The replica whose calls these are.
-    pub replica: Arc<Replica>,
+    pub replica: Arc<dyn CallingReplica>,
     /// The freeze of the process this port belongs to.
     pub gate: Gate,
 }
@@ -26,7 +55,7 @@ pub struct Port {
 /// is already on the wire) and records what the database did.
 type Exec<T> = Box<
     dyn FnOnce(
-            Arc<Replica>,
+            Arc<dyn CallingReplica>,
             u64,
             u32,
             bool,
@@ -46,10 +75,10 @@ impl Port {
     ) -> Result<T, CallError> {
         let replica = &self.replica;
         self.gate.pass().await;
-        let (ticket, invoke) = replica.ledger.open(invocation);
+        let (ticket, invoke) = replica.ledger().open(invocation);
         let (call, term) = (ticket.call, ticket.term);
         replica.record(invoke);
-        replica.trigger_stops(&ticket);
+        replica.clone().call_issued(&ticket);
         let drawn = replica.draw(&ticket);
         // The client's timer runs from the call, as the simulator's does:
         // a request or reply held in the network counts against it.
@@ -60,9 +89,9 @@ impl Port {
             if drawn.reject {
                 return Err(CallError::rejected("injected: refused before sending"));
             }
-            replica.in_flight.0.fetch_add(1, Ordering::SeqCst);
+            replica.in_flight().0.fetch_add(1, Ordering::SeqCst);
             let task = exec(replica.clone(), call, term, drawn.revoke);
-            let in_flight = replica.in_flight.clone();
+            let in_flight = replica.in_flight().clone();
             // Detached: a call the client gave up on still reaches the
             // database, and finishes there.
             let answer = tokio::spawn(async move {
@@ -83,7 +112,7 @@ impl Port {
                 answer
             })
         };
-        let timeout_ms = replica.call_timeout_ms;
+        let timeout_ms = replica.call_timeout_ms();
         let result = match tokio::time::timeout(Duration::from_millis(timeout_ms), exchange).await {
             Ok(result) => result,
             Err(_) => {
@@ -105,7 +134,7 @@ async fn sleep_ms(ms: u64) {
 }
 
 fn record_grant(
-    r: &Replica,
+    r: &dyn CallingReplica,
     call: u64,
     term: u32,
     op: OpKind,
@@ -113,8 +142,8 @@ fn record_grant(
 ) {
     match got {
         Some(applied) => {
-            let lease = r.log.lease(&applied.value);
-            r.log.record_db(
+            let lease = r.log().lease(&applied.value);
+            r.log().record_db(
                 applied.at_us,
                 Actor::Lease,
                 term,
@@ -122,7 +151,7 @@ fn record_grant(
             );
         }
         None => r
-            .log
+            .log()
             .record(Actor::Lease, term, EventKind::Refused { call, op }),
     }
 }
@@ -132,12 +161,12 @@ impl LeaseService for Port {
         let owner = owner_id.to_owned();
         let exec: Exec<Option<Lease>> = Box::new(move |r, call, term, _| {
             Box::pin(async move {
-                let got = r.leases.acquire_applied(&owner).await?;
-                record_grant(&r, call, term, OpKind::Acquire, &got);
+                let got = r.leases().acquire_applied(&owner).await?;
+                record_grant(&*r, call, term, OpKind::Acquire, &got);
                 Ok(got.map(|applied| applied.value))
             })
         });
-        let log = &self.replica.log;
+        let log = self.replica.log();
         // A lying service: the lease it grants names someone else.
         let garble = |answer: Option<Lease>| {
             answer.map(|lease| Lease {
@@ -154,7 +183,7 @@ impl LeaseService for Port {
             )
             .await?;
         if answer.is_some() {
-            self.replica.leading.store(true, Ordering::SeqCst);
+            self.replica.leading().store(true, Ordering::SeqCst);
         }
         Ok(answer)
     }
@@ -162,24 +191,24 @@ impl LeaseService for Port {
     async fn renew(&self, lease: &Lease) -> Result<Option<Lease>, CallError> {
         let sent = lease.clone();
         let invocation = Invocation::Renew {
-            lease: self.replica.log.lease(lease),
+            lease: self.replica.log().lease(lease),
         };
         let exec: Exec<Option<Lease>> = Box::new(move |r, call, term, revoke| {
             Box::pin(async move {
                 if revoke {
                     // An operator (or a failover) takes the lease; the
                     // renewal is answered with no lease.
-                    match r.leases.release_applied(&sent).await? {
+                    match r.leases().release_applied(&sent).await? {
                         Some(at_us) => {
-                            let lease = r.log.lease(&sent);
-                            r.log.record_db(
+                            let lease = r.log().lease(&sent);
+                            r.log().record_db(
                                 at_us,
                                 Actor::Lease,
                                 term,
                                 EventKind::Revoked { call, lease },
                             );
                         }
-                        None => r.log.record(
+                        None => r.log().record(
                             Actor::Lease,
                             term,
                             EventKind::Refused {
@@ -190,12 +219,12 @@ impl LeaseService for Port {
                     }
                     return Ok(None);
                 }
-                let got = r.leases.renew_applied(&sent).await?;
-                record_grant(&r, call, term, OpKind::Renew, &got);
+                let got = r.leases().renew_applied(&sent).await?;
+                record_grant(&*r, call, term, OpKind::Renew, &got);
                 Ok(got.map(|applied| applied.value))
             })
         });
-        let log = &self.replica.log;
+        let log = self.replica.log();
         // A lying service: the renewal hands back the token it was sent.
         let sent_token = lease.fencing_token;
         let garble = move |answer: Option<Lease>| {
@@ -216,19 +245,19 @@ impl LeaseService for Port {
     async fn release(&self, lease: &Lease) -> Result<(), CallError> {
         let sent = lease.clone();
         let invocation = Invocation::Release {
-            lease: self.replica.log.lease(lease),
+            lease: self.replica.log().lease(lease),
         };
         let exec: Exec<()> = Box::new(move |r, call, term, _| {
             Box::pin(async move {
-                let cleared = r.leases.release_applied(&sent).await?;
+                let cleared = r.leases().release_applied(&sent).await?;
                 let kind = EventKind::Released {
                     call,
-                    lease: r.log.lease(&sent),
+                    lease: r.log().lease(&sent),
                     cleared: cleared.is_some(),
                 };
                 match cleared {
-                    Some(at_us) => r.log.record_db(at_us, Actor::Lease, term, kind),
-                    None => r.log.record(Actor::Lease, term, kind),
+                    Some(at_us) => r.log().record_db(at_us, Actor::Lease, term, kind),
+                    None => r.log().record(Actor::Lease, term, kind),
                 }
                 Ok(())
             })
@@ -245,7 +274,7 @@ impl RecordsRepository for Port {
         limit: u32,
         token: u64,
     ) -> Result<u64, CallError> {
-        let epoch_ms = self.replica.log.epoch_ms;
+        let epoch_ms = self.replica.log().epoch_ms;
         let invocation = Invocation::Delete {
             older_than_ms: older_than_ms - epoch_ms,
             limit,
@@ -253,7 +282,11 @@ impl RecordsRepository for Port {
         };
         let exec: Exec<u64> = Box::new(move |r, call, term, _| {
             Box::pin(async move {
-                match r.records.delete_applied(older_than_ms, limit, token).await {
+                match r
+                    .records()
+                    .delete_applied(older_than_ms, limit, token)
+                    .await
+                {
                     Ok(applied) => {
                         let rows = applied
                             .value
@@ -275,14 +308,14 @@ impl RecordsRepository for Port {
                         let kind = EventKind::Deleted {
                             call,
                             token,
-                            fenced_at_ms: r.log.db_to_wall_us(applied.at_us).div_euclid(1_000)
+                            fenced_at_ms: r.log().db_to_wall_us(applied.at_us).div_euclid(1_000)
                                 - epoch_ms,
                             older_than_ms: older_than_ms - epoch_ms,
                             rows,
-                            deleted_clock_ms: Some(r.log.db_ms(deleted_us)),
-                            fenced_clock_ms: Some(r.log.db_ms(applied.at_us)),
+                            deleted_clock_ms: Some(r.log().db_ms(deleted_us)),
+                            fenced_clock_ms: Some(r.log().db_ms(applied.at_us)),
                         };
-                        r.log.record_db(deleted_us, Actor::Db, term, kind);
+                        r.log().record_db(deleted_us, Actor::Db, term, kind);
                         Ok(count)
                     }
                     Err(error) if error.kind == CallErrorKind::Fenced => {
@@ -291,7 +324,7 @@ impl RecordsRepository for Port {
                             token,
                             reason: fence_reason(&error.detail, epoch_ms),
                         };
-                        r.log.record(Actor::Db, term, kind);
+                        r.log().record(Actor::Db, term, kind);
                         Err(error)
                     }
                     Err(error) => Err(error),

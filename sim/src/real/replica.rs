@@ -7,18 +7,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::calls::{CallFaults, CallLedger, CallTicket, FaultDraws};
-use crate::model::{EventKind, FaultConfig, FaultEvent, Flaw, OpKind, TermSummary};
-use crate::subject::{SimulatedWorker, TokioRuntime, panic_message, variant_worker};
+use crate::model::{EventKind, SimulatedWorker, TermSummary, WorkerUnderTest, panic_message};
+use crate::plan::{JitterSeed, ReplicaPlan, StopTriggers};
+use crate::subject::{TokioRuntime, variant_worker};
 use futures_util::FutureExt;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use retention_worker::pg::{PgLeaseService, PgRecords};
 use retention_worker::{Dependencies, SeededJitter, Worker, WorkerConfig};
 use tokio::task::JoinHandle;
 
 use super::gate::{Gate, GatedClock, InFlight};
 use super::log::Log;
-use super::port::Port;
+use super::port::{CallingReplica, Port};
 
 /// A running process's worker, and the variant's detached tasks (none for
 /// the production worker).
@@ -38,9 +37,10 @@ pub struct Replica {
     /// Numbers its calls and terms.
     pub ledger: CallLedger,
     draws: FaultDraws,
-    /// `(op, nth, callers)`: `callers` stop calls the moment this replica
-    /// issues its `nth` call of `op`.
-    stop_triggers: Vec<(OpKind, u32, u32)>,
+    /// The plan's stops during this replica's calls.
+    stop_triggers: StopTriggers,
+    /// Seeds each of its processes' jitter.
+    jitter: JitterSeed,
     /// Database calls in flight, all replicas'.
     pub in_flight: Arc<InFlight>,
     /// `stop()` callers so far.
@@ -60,8 +60,8 @@ pub struct Replica {
     pub leases: PgLeaseService,
     /// The production records adapter.
     pub records: PgRecords,
-    /// As [`Shared::variant`].
-    variant: Option<Option<Flaw>>,
+    /// As [`Shared::worker`].
+    worker: WorkerUnderTest,
     /// The current process's worker and its serving task.
     running: Mutex<Option<Process>>,
     /// Held through a kill or stop and the restart after it, so two of them
@@ -74,13 +74,6 @@ pub struct Replica {
 pub struct Shared {
     /// The run's log.
     pub log: Arc<Log>,
-    /// The knobs every replica draws from.
-    pub faults: FaultConfig,
-    /// The plan's timed events: its call faults strike through the draws,
-    /// its stops during a call through the ports.
-    pub events: Vec<FaultEvent>,
-    /// The worker's renewal interval, which the renewal reply delays use.
-    pub renew_interval_ms: u64,
     /// Numbers calls across replicas.
     pub next_call: Arc<AtomicU64>,
     /// Database calls in flight.
@@ -89,43 +82,25 @@ pub struct Shared {
     pub leases: PgLeaseService,
     /// The production records adapter.
     pub records: PgRecords,
-    /// `Some(flaw)` runs the variant worker carrying `flaw` (or none);
-    /// `None` the production worker.
-    pub variant: Option<Option<Flaw>>,
+    /// The worker the replicas run.
+    pub worker: WorkerUnderTest,
     /// The adapters' call timeout, which the ports also hold each call to
     /// from its start, network delays included.
     pub call_timeout_ms: u64,
 }
 
 impl Replica {
-    /// Replica `index`, its fault draws seeded with `draws_seed` (the
-    /// simulator's own seed for this replica, so both draw the same faults
-    /// for the same calls).
-    pub fn new(index: u32, draws_seed: u64, shared: &Shared) -> Arc<Self> {
+    /// The replica `plan` describes (drawn as the simulator draws it, so
+    /// both draw the same faults for the same calls).
+    pub fn new(plan: ReplicaPlan, shared: &Shared) -> Arc<Self> {
+        let index = plan.index;
         Arc::new(Self {
             index,
             log: shared.log.clone(),
             ledger: CallLedger::new(index, shared.next_call.clone()),
-            draws: FaultDraws::new(
-                shared.faults.clone(),
-                shared.renew_interval_ms,
-                ChaCha8Rng::seed_from_u64(draws_seed),
-                index,
-                &shared.events,
-            ),
-            stop_triggers: shared
-                .events
-                .iter()
-                .filter_map(|event| match event {
-                    FaultEvent::StopDuring {
-                        replica,
-                        op,
-                        nth,
-                        callers,
-                    } if *replica == index => Some((*op, *nth, *callers)),
-                    _ => None,
-                })
-                .collect(),
+            draws: plan.draws,
+            stop_triggers: plan.stops,
+            jitter: plan.jitter,
             in_flight: shared.in_flight.clone(),
             stop_callers: AtomicU32::new(0),
             incarnations: AtomicU32::new(0),
@@ -135,7 +110,7 @@ impl Replica {
             leading: AtomicBool::new(false),
             leases: shared.leases.clone(),
             records: shared.records.clone(),
-            variant: shared.variant,
+            worker: shared.worker,
             running: Mutex::new(None),
             lifecycle: tokio::sync::Mutex::new(()),
         })
@@ -148,11 +123,11 @@ impl Replica {
     }
 
     /// Starts a fresh worker serving terms. Each process's jitter is seeded
-    /// from `jitter_seed` and how many processes came before it, as the
+    /// from the plan's and how many processes came before it, as the
     /// simulator seeds a restarted replica's.
-    pub fn start(self: &Arc<Self>, config: WorkerConfig, jitter_seed: u64) {
+    pub fn start(self: &Arc<Self>, config: WorkerConfig) {
         let incarnation = self.incarnations.fetch_add(1, Ordering::SeqCst);
-        let jitter_seed = jitter_seed ^ u64::from(incarnation).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let jitter_seed = self.jitter.for_incarnation(incarnation);
         let gate = self.gate();
         let port = Port {
             replica: self.clone(),
@@ -165,12 +140,12 @@ impl Replica {
             records: port,
         };
         let owner = format!("r{}", self.index);
-        let (worker, runtime): (Arc<dyn SimulatedWorker>, _) = match self.variant {
-            None => (
+        let (worker, runtime): (Arc<dyn SimulatedWorker>, _) = match self.worker {
+            WorkerUnderTest::Production => (
                 Arc::new(Worker::new(owner, config, deps).expect("valid config")),
                 None,
             ),
-            Some(flaw) => {
+            WorkerUnderTest::Variant { flaw } => {
                 let runtime = TokioRuntime::new(clock);
                 let worker = variant_worker(flaw, owner, config, deps, runtime.clone());
                 (worker, Some(runtime))
@@ -302,14 +277,54 @@ impl Replica {
 
     /// Starts the stops the plan times to race this call (`stop_during`).
     pub fn trigger_stops(self: &Arc<Self>, ticket: &CallTicket) {
-        for &(op, nth, callers) in &self.stop_triggers {
-            if op == ticket.op && nth == ticket.nth {
-                let me = self.clone();
-                tokio::spawn(async move {
-                    let _alone = me.lifecycle.lock().await;
-                    me.stop(callers).await;
-                });
-            }
+        for callers in self.stop_triggers.callers_at(ticket.op, ticket.nth) {
+            let me = self.clone();
+            tokio::spawn(async move {
+                let _alone = me.lifecycle.lock().await;
+                me.stop(callers).await;
+            });
         }
+    }
+}
+
+impl CallingReplica for Replica {
+    fn log(&self) -> &Arc<Log> {
+        &self.log
+    }
+
+    fn ledger(&self) -> &CallLedger {
+        &self.ledger
+    }
+
+    fn record(&self, kind: EventKind) {
+        Replica::record(self, kind);
+    }
+
+    fn call_issued(self: Arc<Self>, ticket: &CallTicket) {
+        self.trigger_stops(ticket);
+    }
+
+    fn draw(&self, ticket: &CallTicket) -> CallFaults {
+        Replica::draw(self, ticket)
+    }
+
+    fn in_flight(&self) -> &Arc<InFlight> {
+        &self.in_flight
+    }
+
+    fn call_timeout_ms(&self) -> u64 {
+        self.call_timeout_ms
+    }
+
+    fn leading(&self) -> &AtomicBool {
+        &self.leading
+    }
+
+    fn leases(&self) -> &PgLeaseService {
+        &self.leases
+    }
+
+    fn records(&self) -> &PgRecords {
+        &self.records
     }
 }

@@ -7,8 +7,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords, Pool};
 use test_support::{MeteredProxy, TempServer};
 
@@ -17,7 +15,8 @@ use super::gate::InFlight;
 use super::log::{Log, wall_us};
 use super::replica::{Replica, Shared};
 use super::server_log;
-use crate::model::{Actor, Event, EventKind, FaultEvent, Flaw, History, RunSpec};
+use crate::model::{Actor, Event, EventKind, FaultEvent, Flaw, History, RunSpec, WorkerUnderTest};
+use crate::plan::RunDraws;
 
 /// The delay of each message between a worker and the server, either
 /// way: madsim's default network latency, which the simulator runs on.
@@ -127,8 +126,8 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
     let log = Arc::new(Log::for_calls_up_to(
         spec.rpc_timeout_ms + spec.db_batch_ms_max,
     ));
-    let mut plan = ChaCha8Rng::seed_from_u64(spec.seed);
-    let initial_rows = seed_rows(&pool, spec, log.epoch_ms, &mut plan).await;
+    let plan = RunDraws::draw(spec);
+    let initial_rows = seed_rows(&pool, &plan.rows_ms, log.epoch_ms).await;
     let options = pg_options(spec);
     // Each replica reaches the server over a network of its own, as slow
     // as the simulator's (madsim's 1-10 ms a message), not loopback's
@@ -151,45 +150,28 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
     };
     let shared = Shared {
         log: log.clone(),
-        faults: spec.faults.clone(),
-        events: spec.events.clone(),
-        renew_interval_ms: spec.worker.renew_interval_ms,
         next_call: Arc::new(AtomicU64::new(0)),
         in_flight: Arc::new(InFlight::default()),
         leases: PgLeaseService::new(workers_pool(1), options.clone()),
         records: PgRecords::new(workers_pool(1), options.clone()),
-        // A plan with a flaw runs the variant, which then carries it.
-        variant: spec.flaw.map(Some),
+        worker: WorkerUnderTest::of(spec),
         call_timeout_ms: spec.rpc_timeout_ms,
     };
-    let skew_max = i64::try_from(spec.faults.clock_skew_ms_max).unwrap_or(i64::MAX);
-    let mut skews_ms = Vec::new();
+    let skews_ms = plan.skews_ms();
     let mut members = Vec::new();
-    for index in 1..=replicas {
-        let drawn_ms = if skew_max > 0 {
-            plan.gen_range(-skew_max..=skew_max)
-        } else {
-            0
-        };
-        let skew_ms = spec
-            .skews_ms
-            .get(index as usize - 1)
-            .copied()
-            .unwrap_or(drawn_ms);
-        skews_ms.push(skew_ms);
+    for replica_plan in plan.replicas {
+        let (index, skew_ms) = (replica_plan.index, replica_plan.skew_ms);
         let pool = workers_pool(index);
         let own = Shared {
             leases: PgLeaseService::new(pool.clone(), options.clone()),
             records: PgRecords::new(pool, options.clone()),
             ..shared.clone()
         };
-        // The simulator's order of draws: skew, fault draws, jitter.
-        let replica = Replica::new(index, plan.r#gen(), &own);
+        let replica = Replica::new(replica_plan, &own);
         replica.clock_offset_ms.store(skew_ms, Ordering::SeqCst);
-        members.push((replica, plan.r#gen::<u64>()));
+        members.push(replica);
     }
     let config = spec.worker.config();
-    let (members, jitter_seeds): (Vec<_>, Vec<_>) = members.into_iter().unzip();
     // The timed events are spawned before the workers, so that on the
     // one thread the run takes one at 0 ms (a replica frozen from the
     // start) strikes before any worker's first step, as in the simulator.
@@ -204,13 +186,12 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
                 pool: pool.clone(),
                 log: log.clone(),
                 config: config.clone(),
-                jitter_seeds: jitter_seeds.clone(),
             };
             tokio::spawn(strike.run())
         })
         .collect();
-    for (replica, jitter_seed) in members.iter().zip(&jitter_seeds) {
-        replica.start(config.clone(), *jitter_seed);
+    for replica in &members {
+        replica.start(config.clone());
     }
     let arrivals_done = Arc::new(AtomicBool::new(false));
     let inserter = tokio::spawn(insert_arrivals(
@@ -330,8 +311,6 @@ struct Strike {
     pool: Pool,
     log: Arc<Log>,
     config: retention_worker::WorkerConfig,
-    /// Each replica's first process's jitter seed.
-    jitter_seeds: Vec<u64>,
 }
 
 impl Strike {
@@ -379,7 +358,7 @@ impl Strike {
                 victim.kill().await;
                 tokio::time::sleep(Duration::from_millis(restart_after_ms)).await;
                 victim.record_restart();
-                victim.start(self.config.clone(), self.jitter_seeds[index as usize - 1]);
+                victim.start(self.config.clone());
             }
             FaultEvent::Stop {
                 replica: index,
@@ -447,21 +426,10 @@ async fn hold_rows(pool: &Pool, log: &Log, rows: u32, for_ms: u64) {
     log.record(Actor::Db, 0, EventKind::RowsFreed { rows: locked });
 }
 
-/// The backlog before the first cutoff and the boundary rows that cross it
-/// over the next minute, drawn as the simulator draws them.
-async fn seed_rows(pool: &Pool, spec: &RunSpec, epoch_ms: i64, plan: &mut ChaCha8Rng) -> u64 {
-    let retention_ms = i64::try_from(spec.worker.retention_ms).expect("validated");
-    let backlog: Vec<i64> = (0..spec.backlog_rows)
-        .map(|_| -retention_ms - plan.gen_range(1..=600_000))
-        .collect();
-    let boundary: Vec<i64> = (0..spec.boundary_rows)
-        .map(|_| -retention_ms + plan.gen_range(0..60_000))
-        .collect();
-    let stamps: Vec<i64> = backlog
-        .into_iter()
-        .chain(boundary)
-        .map(|at| at + epoch_ms)
-        .collect();
+/// Inserts the plan's seeded rows (`rows_ms` from the run's start, drawn
+/// as the simulator draws them).
+async fn seed_rows(pool: &Pool, rows_ms: &[i64], epoch_ms: i64) -> u64 {
+    let stamps: Vec<i64> = rows_ms.iter().map(|at| at + epoch_ms).collect();
     let client = pool.get().await.expect("a connection");
     client
         .execute(

@@ -1,7 +1,8 @@
 //! Takeover time: the plans that stage a fault on the lease holder (frozen,
 //! cut off, crashed, its clock stepped), the time from the fault until another
 //! replica is granted the lease, read from a history, and the bound the
-//! README's formula gives it.
+//! formula in `worker/README.md` ("A stalled client cannot hold the
+//! cluster") gives it.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -108,7 +109,8 @@ pub fn story_plan(story: Story, seed: u64) -> (RunSpec, u64) {
     (spec, at_ms)
 }
 
-/// README's bound: a successor is granted at most max(TTL, C + S + I + W)
+/// The bound in `worker/README.md`: a successor is granted at most
+/// max(TTL, C + S + I + W)
 /// after the holder stopped, plus its own retry pause (the longer of its
 /// term interval and its loss backoff, with the jitter).
 pub fn bound_ms(spec: &RunSpec) -> u64 {

@@ -5,6 +5,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
+use super::shard::Shard;
 use super::swarm::swarm;
 use crate::checker::{Verdict, check, coverage};
 use crate::model::{Flaw, RunSpec};
@@ -28,9 +29,9 @@ pub struct ExploreConfig {
     pub replicas: Option<u32>,
     /// Run the variant with this flaw instead of the real worker.
     pub flaw: Option<Flaw>,
-    /// `(i, n)`: run only the seeds whose index in the range is `i - 1`
-    /// modulo `n`, so that `n` machines split one sweep. `(1, 1)` is all.
-    pub shard: (u64, u64),
+    /// Run only this shard's seeds, so that machines split one sweep;
+    /// [`Shard::ALL`] is every seed.
+    pub shard: Shard,
 }
 
 /// A sweep's results. Violations count runs' violations by clause.
@@ -147,8 +148,7 @@ pub fn explore_until(
                     if index >= config.seeds {
                         return;
                     }
-                    let (shard, shards) = config.shard;
-                    if index % shards != shard - 1 {
+                    if !config.shard.contains(index) {
                         continue;
                     }
                     let spec = spec_for(config, config.start.wrapping_add(index));

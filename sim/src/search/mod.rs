@@ -5,6 +5,7 @@
 mod bench;
 mod explore;
 pub mod properties;
+mod shard;
 mod shrink;
 mod space;
 mod swarm;
@@ -14,6 +15,7 @@ pub use explore::{
     ExploreConfig, ExploreSummary, FailedSeed, Progress, explore, explore_until, peak_rss_mb,
     spec_for,
 };
+pub use shard::Shard;
 pub use shrink::{
     SHRINK_RUNS, Shrunk, plan_size, shrink, shrink_while, shrink_with, violated_clause,
 };

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::real::RealWorker;
 use super::variant::VariantFactory;
-use crate::model::{History, RunSpec, SpecError};
+use crate::model::{History, RunSpec, SpecError, WorkerUnderTest};
 use crate::world::{self, RunSlot, SpinDetected, WorkerFactory, WorkerPanicked};
 
 /// One run of a [`RunSpec`]: `Sim::new(&spec).run()` gives its history.
@@ -82,10 +82,12 @@ impl<'a> Sim<'a> {
     }
 
     fn worker_factory(&self) -> Arc<dyn WorkerFactory> {
-        match (&self.factory, self.spec.flaw) {
-            (Some(factory), _) => factory.clone(),
-            (None, None) => Arc::new(RealWorker),
-            (None, Some(flaw)) => Arc::new(VariantFactory { flaw: Some(flaw) }),
+        if let Some(factory) = &self.factory {
+            return factory.clone();
+        }
+        match WorkerUnderTest::of(self.spec) {
+            WorkerUnderTest::Production => Arc::new(RealWorker),
+            WorkerUnderTest::Variant { flaw } => Arc::new(VariantFactory { flaw }),
         }
     }
 }

@@ -8,21 +8,22 @@ use std::time::Duration;
 
 use madsim::runtime::{Handle, NodeHandle, Runtime};
 use madsim::task::NodeId;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::clock::SimClock;
 use super::db_node::{DbNode, DbTiming};
-use super::inject::{inject, settle_stops};
+use super::inject::{Replica, inject, settle_stops};
 use super::recorder::Recorder;
 use super::replica::{ReplicaCtx, replica_process};
 use super::seam::WorkerFactory;
 use super::services::database;
 use super::session::Kernel;
-use super::spin::SpinMeter;
-use crate::calls::{CallLedger, FaultDraws};
+use super::spin::{Liveness, SpinMeter};
+use crate::calls::CallLedger;
 use crate::db::{Bounds, Records};
-use crate::model::{Actor, EventKind, FaultEvent, Flaw, Header, History, RunSpec};
+use crate::model::{Actor, EventKind, Flaw, Header, History, RunSpec};
+use crate::plan::{JitterSeed, ReplicaPlan, RunDraws};
 
 /// A fresh madsim runtime for `spec`: its seed, its network, and a time
 /// limit past which a run counts as stuck.
@@ -49,14 +50,6 @@ const NET_SALT: u64 = 0x4E45_5457_4F52_4B00;
 
 /// Simulated time past the end of the schedule after which a run is stuck.
 const STUCK_AFTER_MS: u64 = 600_000;
-
-/// A replica's context and its node.
-pub(crate) struct Replica {
-    pub ctx: Arc<ReplicaCtx>,
-    pub node: NodeHandle,
-    /// Its host's clock, which clock faults step and slow.
-    pub clock: SimClock,
-}
 
 /// Where a run leaves its header, recorder and nodes as soon as it has
 /// them, so that a run ended by unwinding (a replica that spun, LIVE-3, or
@@ -144,10 +137,10 @@ pub async fn simulate(
     let handle = Handle::current();
     let clock = SimClock::new(0);
     let recorder = Arc::new(Recorder::new(clock.clone(), record));
-    let mut plan_rng = ChaCha8Rng::seed_from_u64(spec.seed);
+    let plan = RunDraws::draw(&spec);
     let retention_ms = i64::try_from(spec.worker.retention_ms).expect("validated");
 
-    let rows = seed_rows(&spec, &mut plan_rng);
+    let rows = Records::with_rows(plan.rows_ms.iter().copied());
     let initial_rows = rows.len() as u64;
     let timing = DbTiming {
         batch_ms: spec.db_batch_ms_min..=spec.db_batch_ms_max,
@@ -175,43 +168,18 @@ pub async fn simulate(
     ));
     let service_nodes = start_services(&handle, &spec, &db);
 
-    let skew_max = i64::try_from(spec.faults.clock_skew_ms_max).unwrap_or(i64::MAX);
     let next_call = Arc::new(AtomicU64::new(0));
-    let mut skews_ms = Vec::new();
+    let skews_ms = plan.skews_ms();
     let mut replicas = Vec::new();
     let mut kernel_nodes = Vec::new();
-    for index in 1..=spec.replicas {
-        let drawn_ms = if skew_max > 0 {
-            plan_rng.gen_range(-skew_max..=skew_max)
-        } else {
-            0
-        };
-        let skew_ms = spec
-            .skews_ms
-            .get(index as usize - 1)
-            .copied()
-            .unwrap_or(drawn_ms);
-        skews_ms.push(skew_ms);
-        let stop_triggers = spec
-            .events
-            .iter()
-            .filter_map(|event| match event {
-                FaultEvent::StopDuring {
-                    replica,
-                    op,
-                    nth,
-                    callers,
-                } if *replica == index => Some((*op, *nth, *callers)),
-                _ => None,
-            })
-            .collect();
-        let draws = FaultDraws::new(
-            spec.faults.clone(),
-            spec.worker.renew_interval_ms,
-            ChaCha8Rng::seed_from_u64(plan_rng.r#gen()),
-            index,
-            &spec.events,
-        );
+    for ReplicaPlan {
+        index,
+        skew_ms,
+        draws,
+        stops,
+        jitter,
+    } in plan.replicas
+    {
         let kernel_node = handle
             .create_node()
             .name(format!("r{index}-kernel"))
@@ -235,7 +203,7 @@ pub async fn simulate(
             ledger: CallLedger::new(index, next_call.clone()),
             draws,
             rpc_timeout_ms: spec.rpc_timeout_ms,
-            stop_triggers,
+            stop_triggers: stops,
             worker: Mutex::new(None),
             node: Mutex::new(None),
             alive: AtomicBool::new(true),
@@ -245,15 +213,9 @@ pub async fn simulate(
             spin: SpinMeter::new(),
         });
         // The host's clock: it outlives the process, crashes and restarts.
-        let host_clock = clock.skewed(skew_ms).metered(Arc::downgrade(&ctx));
-        let node = start_replica(
-            &handle,
-            &ctx,
-            &factory,
-            host_clock.clone(),
-            &spec,
-            plan_rng.r#gen(),
-        );
+        let liveness: Arc<dyn Liveness> = ctx.clone();
+        let host_clock = clock.skewed(skew_ms).metered(Arc::downgrade(&liveness));
+        let node = start_replica(&handle, &ctx, &factory, host_clock.clone(), &spec, jitter);
         *ctx.node.lock().expect("node slot") = Some(node.id());
         replicas.push(Replica {
             ctx,
@@ -328,19 +290,6 @@ pub async fn simulate(
     }
 }
 
-/// The backlog lies before the first cutoff; boundary rows straddle it over
-/// the next minute, so later terms find newly eligible rows.
-fn seed_rows(spec: &RunSpec, rng: &mut ChaCha8Rng) -> Records {
-    let retention_ms = i64::try_from(spec.worker.retention_ms).expect("validated");
-    let backlog: Vec<i64> = (0..spec.backlog_rows)
-        .map(|_| -retention_ms - rng.gen_range(1..=600_000))
-        .collect();
-    let boundary: Vec<i64> = (0..spec.boundary_rows)
-        .map(|_| -retention_ms + rng.gen_range(0..60_000))
-        .collect();
-    Records::with_rows(backlog.into_iter().chain(boundary))
-}
-
 /// The database's node. (The lease row lives in the database, as in
 /// production: there is no separate lease service.)
 fn start_services(handle: &Handle, spec: &RunSpec, db: &Arc<DbNode>) -> Vec<NodeHandle> {
@@ -360,7 +309,7 @@ fn start_replica(
     factory: &Arc<dyn WorkerFactory>,
     clock: SimClock,
     spec: &RunSpec,
-    jitter_seed: u64,
+    jitter: JitterSeed,
 ) -> NodeHandle {
     let (ctx, config, factory) = (ctx.clone(), spec.worker.config(), factory.clone());
     let restarts = Arc::new(AtomicU32::new(0));
@@ -371,7 +320,7 @@ fn start_replica(
         .ip(ip(1, u8::try_from(index).expect("1..=5")))
         .init(move || {
             let incarnation = restarts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let seed = jitter_seed ^ u64::from(incarnation).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let seed = jitter.for_incarnation(incarnation);
             replica_process(
                 ctx.clone(),
                 factory.clone(),

@@ -9,8 +9,8 @@ use std::time::Duration;
 use retention_worker::Clock;
 use tokio::sync::Notify;
 
-use super::replica::ReplicaCtx;
-use super::spin::SpinMeter;
+use super::recorder::RunClock;
+use super::spin::{Liveness, SpinMeter};
 
 /// Rates are thousandths: 1000 keeps time, 500 runs at half speed.
 pub const RATE_PERMILLE_TRUE: u64 = 1_000;
@@ -32,7 +32,7 @@ enum Meter {
     /// Nobody's: the run's own clock, the database's.
     None,
     /// A replica's worker reads it: too many steps end the run (LIVE-3).
-    Replica(Weak<ReplicaCtx>),
+    Replica(Weak<dyn Liveness>),
     /// A worker run outside [`Sim`](crate::Sim) reads it: too many steps
     /// fail the test with a panic that says so.
     Standalone(Arc<SpinMeter>),
@@ -98,7 +98,7 @@ impl SimClock {
 
     /// This clock, as `replica`'s worker reads it: each reading and timer
     /// counts as one of its steps (spin detection).
-    pub(crate) fn metered(self, replica: Weak<ReplicaCtx>) -> Self {
+    pub(crate) fn metered(self, replica: Weak<dyn Liveness>) -> Self {
         Self {
             meter: Meter::Replica(replica),
             ..self
@@ -195,6 +195,16 @@ impl SimClock {
         };
         self.host.rate_changed.notify_waiters();
         reading_ms
+    }
+}
+
+impl RunClock for SimClock {
+    fn now_ms(&self) -> i64 {
+        Clock::now_ms(self)
+    }
+
+    fn instant_at(&self, at_ms: i64) -> madsim::time::Instant {
+        SimClock::instant_at(self, at_ms)
     }
 }
 

@@ -1,15 +1,25 @@
 //! The timed faults of a plan (pauses, crashes, stops) as they strike, and
 //! the wait for every `stop()` to resolve at the end of a run.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use madsim::runtime::Handle;
+use madsim::runtime::{Handle, NodeHandle};
 
-use super::build::Replica;
+use super::clock::SimClock;
 use super::db_node::DbNode;
 use super::recorder::Recorder;
+use super::replica::ReplicaCtx;
 use crate::model::{Actor, EventKind, FaultEvent};
+
+/// A replica's context and its node.
+pub(crate) struct Replica {
+    pub ctx: Arc<ReplicaCtx>,
+    pub node: NodeHandle,
+    /// Its host's clock, which clock faults step and slow.
+    pub clock: SimClock,
+}
 
 pub(crate) async fn inject(
     handle: &Handle,

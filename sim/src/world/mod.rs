@@ -19,10 +19,10 @@ mod session;
 mod spin;
 mod wire;
 
+pub use crate::model::{BoxFuture, OnTerm, SimulatedWorker};
 pub use build::{RunSlot, runtime, simulate};
 pub use clock::SimClock;
-pub use panics::WorkerPanicked;
-pub(crate) use panics::message_of;
+pub use panics::{SpinDetected, WorkerPanicked};
 pub use port::SimPort;
-pub use seam::{BoxFuture, OnTerm, SimDeps, SimulatedWorker, WorkerFactory};
-pub use spin::{SPIN_STEPS_MAX, SPIN_WINDOW_MS, SpinDetected};
+pub use seam::{SimDeps, WorkerFactory};
+pub use spin::{SPIN_STEPS_MAX, SPIN_WINDOW_MS};

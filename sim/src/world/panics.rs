@@ -15,7 +15,14 @@ use std::cell::{Cell, RefCell};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Once;
 
-use super::spin::SpinDetected;
+use crate::model::panic_message;
+
+/// The panic payload that ends a run whose replica spun.
+#[derive(Debug, Clone, Copy)]
+pub struct SpinDetected {
+    /// The replica, from 1.
+    pub replica: u32,
+}
 
 /// The panic payload that ends a run whose replica's worker panicked.
 #[derive(Debug, Clone, Copy)]
@@ -47,24 +54,13 @@ pub(crate) fn catch_worker_panic<T>(poll: impl FnOnce() -> T) -> Result<T, Strin
         }
         Err(payload) => Err(LAST
             .with(|last| last.borrow_mut().take())
-            .unwrap_or_else(|| message_of(payload.as_ref()))),
+            .unwrap_or_else(|| panic_message(payload.as_ref()))),
     }
 }
 
 /// Ends the run: `replica`'s worker panicked (its event is recorded).
 pub(crate) fn stop_the_run(replica: u32) -> ! {
     resume_unwind(Box::new(WorkerPanicked { replica }))
-}
-
-/// A panic payload's text: its message when it is one.
-pub(crate) fn message_of(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a panic with a payload that is not text".to_owned()
-    }
 }
 
 /// A worker's panic is the run's finding, recorded in its history: the
@@ -82,7 +78,7 @@ pub(crate) fn install_hook() {
                     .location()
                     .map(|at| format!(" (at {}:{}:{})", at.file(), at.line(), at.column()))
                     .unwrap_or_default();
-                let message = format!("{}{place}", message_of(payload));
+                let message = format!("{}{place}", panic_message(payload));
                 LAST.with(|last| *last.borrow_mut() = Some(message));
             } else if !ends_a_run {
                 previous(info);

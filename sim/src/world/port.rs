@@ -11,13 +11,34 @@ use std::time::Duration;
 use retention_worker::{CallError, CallErrorKind, Lease, LeaseService, RecordsRepository};
 
 use super::pool::{Lent, Pool};
-use super::replica::ReplicaCtx;
+use super::session::Kernel;
+use super::spin::Liveness;
 use super::wire::{
     AcquireReq, BeginReq, Caller, CommitReq, Committed, DeleteReq, FenceReq, OnConnection,
     ReleaseReq, RenewReq, ServerError, from_rec, to_rec,
 };
-use crate::calls::{CallFaults, Sql};
-use crate::model::{FailureKind, Invocation, LeaseRec, Outcome};
+use crate::calls::{CallFaults, CallLedger, FaultDraws, Sql};
+use crate::model::{EventKind, FailureKind, Invocation, LeaseRec, OpKind, Outcome};
+
+/// What a port needs from the replica whose calls it makes: the replica
+/// implements it, so that the port names no replica type.
+pub(crate) trait CallingReplica: Liveness {
+    /// The replica's number, from 1.
+    fn replica(&self) -> u32;
+    /// Numbers its calls and terms.
+    fn ledger(&self) -> &CallLedger;
+    /// The plan's call faults, drawn call by call.
+    fn draws(&self) -> &FaultDraws;
+    /// Its network stack: its connections to the database.
+    fn kernel(&self) -> &Arc<Kernel>;
+    /// How long a call waits for its reply.
+    fn rpc_timeout_ms(&self) -> u64;
+    /// Records an event of the replica, in its current term.
+    fn record(&self, kind: EventKind);
+    /// The replica issued its `nth` call of `op`: the plan's stops during
+    /// that call strike.
+    fn call_issued(self: Arc<Self>, op: OpKind, nth: u32);
+}
 
 /// The lease row and the records as one simulated replica reaches them:
 /// every call is recorded, goes over madsim's network with a timeout on a
@@ -25,12 +46,12 @@ use crate::model::{FailureKind, Invocation, LeaseRec, Outcome};
 /// gets a new port, with an empty pool.
 #[derive(Clone)]
 pub struct SimPort {
-    ctx: Arc<ReplicaCtx>,
+    ctx: Arc<dyn CallingReplica>,
     pool: Arc<Pool>,
 }
 
 impl SimPort {
-    pub(crate) fn new(ctx: Arc<ReplicaCtx>) -> Self {
+    pub(crate) fn new(ctx: Arc<dyn CallingReplica>) -> Self {
         Self {
             ctx,
             pool: Arc::new(Pool::default()),
@@ -50,10 +71,10 @@ impl SimPort {
     {
         let ctx = &self.ctx;
         ctx.step();
-        let (ticket, invoke) = ctx.ledger.open(invocation);
+        let (ticket, invoke) = ctx.ledger().open(invocation);
         ctx.record(invoke);
-        ctx.fire_stop_triggers(ticket.op, ticket.nth);
-        let faults = ctx.draws.draw(ticket.op, ticket.nth);
+        ctx.clone().call_issued(ticket.op, ticket.nth);
+        let faults = ctx.draws().draw(ticket.op, ticket.nth);
         let caller = Caller {
             call: ticket.call,
             replica: ctx.replica(),
@@ -61,7 +82,7 @@ impl SimPort {
             session: 0,
             seq: 0,
         };
-        let timeout = Duration::from_millis(ctx.rpc_timeout_ms);
+        let timeout = Duration::from_millis(ctx.rpc_timeout_ms());
         // On a timeout the exchange is dropped, and its connection with it:
         // `Lent` then cancels what runs there and closes it.
         let result = madsim::time::timeout(timeout, exchange(caller, faults))
@@ -69,7 +90,7 @@ impl SimPort {
             .unwrap_or_else(|_| {
                 Err(CallError::ambiguous(format!(
                     "no reply within {} ms",
-                    ctx.rpc_timeout_ms
+                    ctx.rpc_timeout_ms()
                 )))
             });
         ctx.record(ticket.returned(Outcome::of(&result, outcome)));
@@ -83,7 +104,7 @@ impl SimPort {
         if faults.reject {
             return Err(CallError::rejected("injected: refused before applying"));
         }
-        self.pool.lend(&self.ctx.kernel, caller).await
+        self.pool.lend(self.ctx.kernel(), caller).await
     }
 
     /// A lease statement and its reply on a pooled connection, with the

@@ -3,16 +3,22 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use retention_worker::Clock;
-
-use super::clock::SimClock;
 use crate::model::{Actor, Event, EventKind};
+
+/// The run's own clock, as the recorder stamps events with it (the
+/// simulator's [`SimClock`](super::SimClock) in a run).
+pub(crate) trait RunClock: std::fmt::Debug + Send + Sync {
+    /// Milliseconds since the run started.
+    fn now_ms(&self) -> i64;
+    /// The simulated instant at which it reads `at_ms`.
+    fn instant_at(&self, at_ms: i64) -> madsim::time::Instant;
+}
 
 /// The shared event log of one run. Simulated nodes all live in one process,
 /// so they append to it directly; the order of appends is the history order.
 #[derive(Debug)]
 pub(crate) struct Recorder {
-    clock: SimClock,
+    clock: Box<dyn RunClock>,
     /// Off for benchmarks of the bare simulation: nothing is kept.
     enabled: bool,
     events: Mutex<Vec<Event>>,
@@ -22,9 +28,9 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(clock: SimClock, enabled: bool) -> Self {
+    pub fn new(clock: impl RunClock + 'static, enabled: bool) -> Self {
         Self {
-            clock,
+            clock: Box::new(clock),
             enabled,
             events: Mutex::new(Vec::new()),
             stopped: AtomicBool::new(false),

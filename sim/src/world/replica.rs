@@ -9,13 +9,15 @@ use madsim::task::NodeId;
 use retention_worker::{Dependencies, SeededJitter, WorkerConfig};
 
 use super::clock::SimClock;
-use super::port::SimPort;
+use super::panics::stop_the_run;
+use super::port::{CallingReplica, SimPort};
 use super::recorder::Recorder;
-use super::seam::{SimulatedWorker, WorkerFactory};
+use super::seam::WorkerFactory;
 use super::session::Kernel;
-use super::spin::{Metered, SPIN_WINDOW_MS, SpinMeter, stop_the_spin};
+use super::spin::{Liveness, Metered, SPIN_WINDOW_MS, SpinMeter, stop_the_spin};
 use crate::calls::{CallLedger, FaultDraws};
-use crate::model::{EventKind, OpKind, TermSummary};
+use crate::model::{EventKind, OpKind, SimulatedWorker, TermSummary};
+use crate::plan::StopTriggers;
 
 /// What a replica keeps across crashes: its identity, its calls and fault
 /// draws, and the handle to its current worker.
@@ -27,7 +29,7 @@ pub(crate) struct ReplicaCtx {
     pub draws: FaultDraws,
     pub rpc_timeout_ms: u64,
     /// (op, nth call, callers): stop the replica when that call is issued.
-    pub stop_triggers: Vec<(OpKind, u32, u32)>,
+    pub stop_triggers: StopTriggers,
     pub worker: Mutex<Option<Arc<dyn SimulatedWorker>>>,
     /// The replica's node, so that stop callers run (and pause, and die)
     /// with the process they stop.
@@ -52,19 +54,6 @@ impl ReplicaCtx {
     pub fn record(&self, kind: EventKind) {
         self.recorder
             .record(self.ledger.actor(), self.ledger.term(), kind);
-    }
-
-    /// One step of the replica's work (a poll, a clock reading, a timer, a
-    /// call); too many while simulated time stands still end the run.
-    pub fn step(&self) {
-        if let Some(steps) = self.spin.step() {
-            self.record(EventKind::Spinning {
-                steps,
-                window_ms: SPIN_WINDOW_MS,
-            });
-            self.recorder.stop_run();
-            stop_the_spin(self.replica());
-        }
     }
 
     /// The run's own stop at its end: a replica down then gets it when it
@@ -118,11 +107,62 @@ impl ReplicaCtx {
     /// Stops the replica if the plan says so when it issues the `nth` call
     /// of `op`.
     pub fn fire_stop_triggers(self: &Arc<Self>, op: OpKind, nth: u32) {
-        for &(trigger_op, trigger_nth, callers) in &self.stop_triggers {
-            if (trigger_op, trigger_nth) == (op, nth) {
-                self.spawn_stops(callers);
-            }
+        for callers in self.stop_triggers.callers_at(op, nth) {
+            self.spawn_stops(callers);
         }
+    }
+}
+
+impl CallingReplica for ReplicaCtx {
+    fn replica(&self) -> u32 {
+        ReplicaCtx::replica(self)
+    }
+
+    fn ledger(&self) -> &CallLedger {
+        &self.ledger
+    }
+
+    fn draws(&self) -> &FaultDraws {
+        &self.draws
+    }
+
+    fn kernel(&self) -> &Arc<Kernel> {
+        &self.kernel
+    }
+
+    fn rpc_timeout_ms(&self) -> u64 {
+        self.rpc_timeout_ms
+    }
+
+    fn record(&self, kind: EventKind) {
+        ReplicaCtx::record(self, kind);
+    }
+
+    fn call_issued(self: Arc<Self>, op: OpKind, nth: u32) {
+        self.fire_stop_triggers(op, nth);
+    }
+}
+
+impl Liveness for ReplicaCtx {
+    fn step(&self) {
+        if let Some(steps) = self.spin.step() {
+            self.record(EventKind::Spinning {
+                steps,
+                window_ms: SPIN_WINDOW_MS,
+            });
+            self.recorder.stop_run();
+            stop_the_spin(self.replica());
+        }
+    }
+
+    fn run_stopped(&self) -> bool {
+        self.recorder.run_stopped()
+    }
+
+    fn panicked(&self, message: String) -> ! {
+        self.record(EventKind::Panicked { message });
+        self.recorder.stop_run();
+        stop_the_run(self.replica())
     }
 }
 

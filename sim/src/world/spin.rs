@@ -20,9 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use super::panics::{catch_worker_panic, stop_the_run};
-use super::replica::ReplicaCtx;
-use crate::model::EventKind;
+use super::panics::{SpinDetected, catch_worker_panic};
 
 /// The window of simulated time the steps are counted in.
 pub const SPIN_WINDOW_MS: u64 = 10;
@@ -31,13 +29,6 @@ pub const SPIN_WINDOW_MS: u64 = 10;
 /// takes a few dozen at most (a poll per message, a clock reading per
 /// decision); a spinning one reaches it within milliseconds of wall time.
 pub const SPIN_STEPS_MAX: u64 = 20_000;
-
-/// The panic payload that ends a run whose replica spun.
-#[derive(Debug, Clone, Copy)]
-pub struct SpinDetected {
-    /// The replica, from 1.
-    pub replica: u32,
-}
 
 /// One replica's step count in the current window of simulated time.
 #[derive(Debug)]
@@ -82,14 +73,28 @@ pub(crate) fn stop_the_spin(replica: u32) -> ! {
     std::panic::panic_any(SpinDetected { replica })
 }
 
+/// What the spin meter and a metered clock need from a replica: its steps
+/// counted, whether the run already ended, and its worker's panic made the
+/// run's end.
+pub(crate) trait Liveness: Send + Sync {
+    /// One step of the replica's work (a poll, a clock reading, a timer, a
+    /// call); too many while simulated time stands still end the run.
+    fn step(&self);
+    /// Whether another replica's spin or panic already ended the run.
+    fn run_stopped(&self) -> bool;
+    /// The replica's worker panicked with `message`: recorded, and the run
+    /// ends (LIVE-4).
+    fn panicked(&self, message: String) -> !;
+}
+
 /// A future whose every poll is a step of `replica`'s meter.
 pub(crate) struct Metered<F> {
     inner: Pin<Box<F>>,
-    replica: Arc<ReplicaCtx>,
+    replica: Arc<dyn Liveness>,
 }
 
 impl<F> Metered<F> {
-    pub fn new(inner: F, replica: Arc<ReplicaCtx>) -> Self {
+    pub fn new(inner: F, replica: Arc<dyn Liveness>) -> Self {
         Self {
             inner: Box::pin(inner),
             replica,
@@ -101,7 +106,7 @@ impl<F: Future> Future for Metered<F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        if self.replica.recorder.run_stopped() {
+        if self.replica.run_stopped() {
             // The run ended at another replica's spin or panic; its world is
             // being freed.
             return Poll::Pending;
@@ -110,11 +115,7 @@ impl<F: Future> Future for Metered<F> {
         let inner = self.inner.as_mut();
         match catch_worker_panic(|| inner.poll(cx)) {
             Ok(poll) => poll,
-            Err(message) => {
-                self.replica.record(EventKind::Panicked { message });
-                self.replica.recorder.stop_run();
-                stop_the_run(self.replica.replica())
-            }
+            Err(message) => self.replica.panicked(message),
         }
     }
 }

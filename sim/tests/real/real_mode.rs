@@ -19,10 +19,9 @@ use retention_sim::model::{
     CallOutcome, EventKind, FailureKind, FaultConfig, FaultEvent, History, OpKind, Outcome,
     RunSpec, WorkerSpec,
 };
-use retention_sim::real::run::run_plan;
+use retention_sim::real::RealServer;
 use retention_sim::report::{format_failure, replay_token};
 use retention_sim::{Sim, check};
-use test_support::TempServer;
 
 /// The first 8 s hold every timed fault; the rest of the run is quiet.
 const FAULTY_MS: u64 = 8_000;
@@ -164,15 +163,8 @@ fn three_replicas_on_postgresql_keep_every_clause_under_faults() {
         format_failure(&spec, &simulated, &verdict)
     );
 
-    let server = TempServer::start();
-    // One thread, as in the simulator: a task runs undisturbed between its
-    // awaits, so what a worker decides and what the log records about it
-    // are one step. The database, a separate process, stays concurrent.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
-    let real = runtime.block_on(run_plan(&server, &spec, "real_mode"));
+    let server = RealServer::start();
+    let real = server.run(&spec, "real_mode");
     let history = &real.history;
     let token = replay_token(&spec);
     let again = format!(

@@ -124,7 +124,8 @@ fn a_scenario_run_against_postgresql_reports_its_verdict_and_a_tally() {
 ///
 /// Why 4: `sim bench --real sim/findings/ --attempts 100` confirmed every
 /// finding in 100 of 100 single attempts, idle and beside a two-job sweep
-/// (README, "The review's findings, confirmed against PostgreSQL"). The
+/// (`sim/docs/real-mode.md`, "The review's findings, confirmed against
+/// PostgreSQL"). The
 /// lower end of Wilson's 95% interval for 100 of 100 is 100 / (100 +
 /// 1.96^2) = 0.963, so one attempt misses with probability at most 0.037.
 /// The gate fails falsely when any of the five findings misses all of its
@@ -210,7 +211,8 @@ fn takeover_is_measured_against_postgresql_too() {
     );
 }
 
-/// README's `sim scenario --real ... --table T --out DIR` as written: the
+/// `sim/docs/real-mode.md`'s `sim scenario --real ... --table T --out DIR`
+/// as written: the
 /// folder need not exist (it is made before the run, as `replay --real
 /// --out` makes its own), and each scenario's real history lands in it.
 #[test]

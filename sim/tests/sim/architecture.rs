@@ -12,7 +12,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("checker", &["model"]),
     ("db", &["model"]),
     ("calls", &["model"]),
-    ("world", &["model", "db", "calls"]),
+    ("plan", &["model", "calls"]),
+    ("world", &["model", "db", "calls", "plan"]),
     ("subject", &["model", "world"]),
     ("report", &["model", "checker"]),
     (
@@ -21,11 +22,17 @@ const LAYERS: &[(&str, &[&str])] = &[
             "model", "checker", "db", "calls", "world", "subject", "report",
         ],
     ),
-    ("real", &["model", "checker", "calls", "report", "subject"]),
+    ("sweep", &["model", "checker", "report", "search"]),
+    (
+        "real",
+        &["model", "checker", "calls", "plan", "report", "subject"],
+    ),
 ];
 
 /// Layers that run on any runtime: madsim is not theirs to name.
-const RUNTIME_FREE: &[&str] = &["model", "checker", "db", "calls", "report"];
+const RUNTIME_FREE: &[&str] = &[
+    "model", "checker", "db", "calls", "plan", "report", "sweep", "real",
+];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
@@ -158,4 +165,37 @@ fn layers_use_only_the_layers_before_them() {
 fn the_reader_finds_cross_layer_paths() {
     let code = code_of("use crate::model::{A, B};\nlet x = $crate::world::f(); // crate::search");
     assert_eq!(crate_paths(&code), ["model", "world"]);
+}
+
+/// The layer rule again, with every path followed to the file that defines
+/// what it names: a layer's `pub use` of another layer's item is no side
+/// door for a third.
+#[test]
+fn no_reexport_is_a_side_door_between_layers() {
+    use crate::source_paths::{crate_modules, references_of};
+    let modules = crate_modules(&src(), "lib.rs", &["bin"]);
+    let mut broken = Vec::new();
+    for (index, module) in modules.iter().enumerate() {
+        let Some(layer) = module.path.first() else {
+            continue;
+        };
+        let Some((_, allowed)) = LAYERS.iter().find(|(name, _)| name == layer) else {
+            continue;
+        };
+        for target in references_of(index, &modules) {
+            let Some(used) = modules[target].path.first() else {
+                continue;
+            };
+            if used != layer && !allowed.contains(&used.as_str()) {
+                broken.push(format!(
+                    "{}: reaches {} (layer {used})",
+                    module.path.join("/"),
+                    modules[target].path.join("/")
+                ));
+            }
+        }
+    }
+    broken.sort();
+    broken.dedup();
+    assert!(broken.is_empty(), "side doors:\n{}", broken.join("\n"));
 }

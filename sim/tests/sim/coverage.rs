@@ -17,7 +17,7 @@ fn a_standard_sweep_reaches_every_probe() {
         base: RunSpec::default(),
         replicas: None,
         flaw: None,
-        shard: (1, 1),
+        shard: retention_sim::search::Shard::ALL,
     };
     let summary = explore(&config, |_| {});
     assert_eq!(summary.failed_runs, 0, "{:?}", summary.first_failure);

@@ -10,9 +10,11 @@ mod db;
 mod deploy;
 mod determinism;
 mod docs;
+mod file_circles;
 mod flaws;
 mod forged;
 mod fuzz;
+mod history_digest;
 mod hostile;
 mod model;
 mod mutate;
@@ -23,8 +25,10 @@ mod regressions;
 mod replay;
 mod scenarios;
 mod shards;
+mod source_paths;
 mod spin;
 mod streams;
+mod sweep;
 mod takeover;
 
 /// Without `--cfg madsim` (an exported RUSTFLAGS replaces the one in

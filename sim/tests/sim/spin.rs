@@ -230,8 +230,8 @@ fn a_spin_stops_the_same_way_on_every_run_of_a_seed() {
 }
 
 /// The bound leaves room: the real worker, under every fault swarm draws,
-/// never comes near it (the 100,000-seed sweep in README is the wider
-/// proof).
+/// never comes near it (the 100,000-seed sweep in
+/// `sim/docs/performance.md` is the wider proof).
 #[test]
 fn the_real_worker_never_trips_the_bound() {
     for seed in 0..200 {

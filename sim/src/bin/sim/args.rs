@@ -5,7 +5,8 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use retention_sim::RunSpec;
 use retention_sim::model::{EventFlag, FaultKnob, Flaw, Named, OpKind, set_fault_flag};
-use retention_sim::search::swarm;
+use retention_sim::search::{Shard, swarm};
+use retention_sim::sweep::DEFAULT_SHRINK_MAX;
 
 #[derive(Parser)]
 #[command(
@@ -245,8 +246,8 @@ pub struct ExploreArgs {
     pub flaw: Option<Flaw>,
     /// Run only shard I of N (1-based) of the seed range, so that N
     /// machines split one sweep: seeds whose index is I-1 modulo N.
-    #[arg(long, value_name = "I/N", value_parser = parse_shard, default_value = "1/1")]
-    pub shard: (u64, u64),
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse, default_value = "1/1")]
+    pub shard: Shard,
     /// Also write a report page, DIR/index.html: the summary, the coverage
     /// table and the first failure's replay command, picture and timeline.
     #[arg(long, value_name = "DIR")]
@@ -270,9 +271,6 @@ pub struct ExploreArgs {
     #[arg(long)]
     pub force: bool,
 }
-
-/// Failures a sweep shrinks unless told otherwise.
-pub const DEFAULT_SHRINK_MAX: u64 = 20;
 
 /// `sim merge`: shard summaries in, one summary out.
 #[derive(Args)]
@@ -298,21 +296,6 @@ pub struct MergeArgs {
     /// Replace files that exist.
     #[arg(long)]
     pub force: bool,
-}
-
-fn parse_shard(text: &str) -> Result<(u64, u64), String> {
-    let (i, n) = text
-        .split_once('/')
-        .ok_or_else(|| format!("{text:?} is not I/N"))?;
-    let number = |part: &str| {
-        part.parse::<u64>()
-            .map_err(|_| format!("{text:?}: {part:?} is not a number"))
-    };
-    let (i, n) = (number(i)?, number(n)?);
-    if n == 0 || !(1..=n).contains(&i) {
-        return Err(format!("{text:?}: need 1 <= I <= N"));
-    }
-    Ok((i, n))
 }
 
 #[derive(Args)]

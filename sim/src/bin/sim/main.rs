@@ -3,9 +3,10 @@
 //! Exit status: 0 when every run kept the contract, 1 when any violated it,
 //! 2 for bad input, 3 when `merge` lacks shards, 130 when interrupted
 //! (Ctrl-C, SIGTERM). `args.rs` holds the flags; `commands.rs`, `check.rs`,
-//! `sweep.rs` and `merge.rs` what each subcommand does; `summary.rs` the
-//! sweep summary document, `tally.rs` how it prints, `triage.rs` how it is
-//! compared with a baseline, `plan.rs` the shard plan, `progress.rs` the
+//! `sweep.rs` and `merge.rs` what each subcommand does (the summary
+//! document, merge and triage are the library's `sweep` layer); `tally.rs`
+//! how a summary prints, `triage.rs` how a triage prints and failures are
+//! saved, `plan.rs` prints the shard plan, `progress.rs` the
 //! progress display; `files.rs` how a file is written without losing one,
 //! `output.rs` standard output that outlives a closed pipe, `interrupt.rs`
 //! what a signal does, `page.rs` the sweep's report page; `real.rs`,
@@ -23,8 +24,6 @@ mod plan;
 mod progress;
 mod real;
 mod real_rate;
-mod summary;
-mod summary_checks;
 mod sweep;
 mod takeover;
 mod tally;

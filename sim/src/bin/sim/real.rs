@@ -6,10 +6,10 @@ use crate::output::say;
 use std::path::Path;
 
 use retention_sim::model::RunSpec;
-use retention_sim::real::run::{not_applied, refusal, run_plan};
+use retention_sim::real::RealServer;
+use retention_sim::real::run::{not_applied, refusal};
 use retention_sim::report::{excerpt, replay_command, swimlanes};
 use retention_sim::{Scenario, Sim, check};
-use test_support::TempServer;
 
 /// What a plan fixes, and so is applied exactly; what the machine decides.
 const EXACT: &str = "applied exactly: replicas, worker settings, the server-side bounds, \
@@ -50,14 +50,10 @@ pub fn replay_real(spec: &RunSpec, attempts: u32, out: &Path, force: bool) -> Re
     for skipped in not_applied(spec) {
         say!("not applied: {skipped}");
     }
-    let server = TempServer::start_installed()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|error| format!("cannot start a tokio runtime: {error}"))?;
+    let server = RealServer::start_installed()?;
     for attempt in 1..=attempts {
         let name = format!("replay_attempt_{attempt}");
-        let real = runtime.block_on(run_plan(&server, spec, &name));
+        let real = server.run(spec, &name);
         let verdict = check(&real.history);
         let jsonl = out.join(format!("attempt-{attempt}.jsonl"));
         let svg = out.join(format!("attempt-{attempt}.svg"));
@@ -178,11 +174,7 @@ pub fn scenarios_real(
     table: Option<&Path>,
     out: Option<&Path>,
 ) -> Result<bool, String> {
-    let server = TempServer::start_installed()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|error| format!("cannot start a tokio runtime: {error}"))?;
+    let server = RealServer::start_installed()?;
     let (mut kept, mut differed, mut unstaged, mut skipped) = (0, 0, 0, 0);
     let mut rows = vec![
         "| scenario | simulated | PostgreSQL | `expect.shows` the real run missed |".to_owned(),
@@ -200,11 +192,7 @@ pub fn scenarios_real(
             .run()
             .map_err(|error| error.to_string())?;
         let simulated = scenario.judge(&check(&history), &history.timeline());
-        let real = runtime.block_on(run_plan(
-            &server,
-            &scenario.run,
-            &format!("scenario_{index}"),
-        ));
+        let real = server.run(&scenario.run, &format!("scenario_{index}"));
         let verdict = check(&real.history);
         if let Some(out) = out {
             let jsonl = out.join(format!("{}.jsonl", scenario.name));

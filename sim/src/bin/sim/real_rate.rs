@@ -4,9 +4,9 @@
 use crate::output::{say, tell};
 use std::path::PathBuf;
 
-use retention_sim::real::run::{refusal, run_plan};
+use retention_sim::real::RealServer;
+use retention_sim::real::run::refusal;
 use retention_sim::{Scenario, check};
-use test_support::TempServer;
 
 /// A false failure of the whole gate the attempt counts are chosen for:
 /// below 1 in 100,000 CI runs.
@@ -73,18 +73,14 @@ pub fn real_rates(files: &[PathBuf], attempts: u32, json: bool) -> Result<bool, 
         }
         scenarios.push(scenario);
     }
-    let server = TempServer::start_installed()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|error| format!("cannot start a tokio runtime: {error}"))?;
+    let server = RealServer::start_installed()?;
     let share = GATE_FALSE_FAILURE / scenarios.len() as f64;
     let mut rates = Vec::new();
     for (index, scenario) in scenarios.iter().enumerate() {
         let mut as_expected = 0;
         for attempt in 1..=attempts {
             let name = format!("rate_{index}_{attempt}");
-            let real = runtime.block_on(run_plan(&server, &scenario.run, &name));
+            let real = server.run(&scenario.run, &name);
             let verdict = check(&real.history);
             let judged = scenario.judge_real(&verdict, &real.history.timeline());
             as_expected += u32::from(judged.is_ok());

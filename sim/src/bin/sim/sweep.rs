@@ -9,20 +9,18 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use retention_sim::RunSpec;
-use retention_sim::report::{replay_command, replay_token};
+use retention_sim::report::replay_command;
 use retention_sim::search::{
     BenchConfig, ExploreConfig, ExploreSummary, FailedSeed, SHRINK_RUNS, Shrunk, bench,
-    explore_until, peak_rss_mb, shrink, spec_for,
+    explore_until, shrink, spec_for,
 };
+use retention_sim::sweep::Summary;
 
 use crate::args::{BenchArgs, ExploreArgs};
 use crate::files::{preflight, write_checked};
 use crate::interrupt;
 use crate::output::{say, tell};
 use crate::progress::Watch;
-use crate::summary::{
-    Build, FORMAT, Failure, ShardPart, Shards, ShrunkPlan, Summary, Sweep, VERSION, seeds_in_shard,
-};
 use crate::tally::print_summary;
 
 /// The most threads a sweep starts.
@@ -40,11 +38,11 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
             u64::MAX
         ));
     }
-    let (shard, shards) = args.shard;
-    if shard > args.seeds {
+    let shard = args.shard;
+    if shard.index > args.seeds {
         return Err(format!(
-            "--shard {shard}/{shards}: of {} seeds, shard {shard} gets none",
-            args.seeds
+            "--shard {shard}: of {} seeds, shard {} gets none",
+            args.seeds, shard.index
         ));
     }
     if !(1..=MAX_JOBS).contains(&args.jobs) {
@@ -81,12 +79,12 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
         .collect();
     preflight(&[], &named, args.force)?;
     interrupt::wind_down_on_signal();
-    let watch = Watch::new(seeds_in_shard(shard, shards, args.seeds), args.quiet);
+    let watch = Watch::new(shard.seeds_in(args.seeds), args.quiet);
     let swept = explore_until(&config, interrupt::stop_flag(), |at| watch.update(at));
     watch.finish();
     let shrunk = shrink_failures(&config, &swept, args.shrink_max);
     let command = crate::output::command_line();
-    let summary = summarize(args, &config, &swept, &shrunk, &command);
+    let summary = Summary::of_sweep(&config, &swept, &shrunk, args.shrink_max, &command);
     // Printed before anything is written, so a refused write loses nothing.
     if args.json {
         say!("{}", summary.to_json());
@@ -170,73 +168,6 @@ fn shrink_failures(
         }
     });
     shrunk.into_inner().expect("no panic while shrinking")
-}
-
-/// The summary document of a finished (or interrupted) sweep.
-fn summarize(
-    args: &ExploreArgs,
-    config: &ExploreConfig,
-    swept: &ExploreSummary,
-    shrunk: &BTreeMap<u64, Shrunk>,
-    command: &str,
-) -> Summary {
-    let token = |spec: &RunSpec| -> serde_json::Value {
-        serde_json::from_str(&replay_token(spec)).expect("a token is JSON")
-    };
-    let failures = swept
-        .failures
-        .iter()
-        .map(|failure| Failure {
-            seed: failure.seed,
-            clauses: failure.clauses.iter().map(|c| (*c).to_owned()).collect(),
-            token: token(&spec_for(config, failure.seed)),
-            shrunk: shrunk.get(&failure.seed).map(|s| ShrunkPlan {
-                clause: s.clause.to_owned(),
-                token: token(&s.spec),
-                size_before: s.size_before as u64,
-                size_after: s.size_after as u64,
-                runs: s.runs as u64,
-            }),
-        })
-        .collect();
-    let (index, count) = args.shard;
-    Summary {
-        format: FORMAT.to_owned(),
-        version: VERSION,
-        build: Build::current(),
-        command: command.to_owned(),
-        sweep: Sweep {
-            start: args.start,
-            seeds: args.seeds,
-            swarm: args.swarm,
-            replicas: args.replicas,
-            flaw: args.flaw.map(|flaw| flaw.name().to_owned()),
-            shrink_max: args.shrink_max,
-        },
-        shards: Shards {
-            count,
-            held: vec![ShardPart {
-                index,
-                visited: swept.visited,
-            }],
-        },
-        partial: swept.visited < args.seeds,
-        runs: swept.runs,
-        failed_runs: swept.failed_runs,
-        violations: swept.violations,
-        violations_by_clause: swept.violations_by_clause.clone(),
-        coverage: swept
-            .coverage
-            .iter()
-            .map(|(probe, count)| ((*probe).to_owned(), *count))
-            .collect(),
-        wall_secs: swept.wall_secs,
-        simulated_secs: swept.simulated_secs,
-        runs_per_sec: swept.runs_per_sec(),
-        sim_to_wall_ratio: swept.sim_to_wall_ratio(),
-        peak_rss_mb: peak_rss_mb(),
-        failures,
-    }
 }
 
 pub fn run_bench(args: &BenchArgs) -> Result<bool, String> {

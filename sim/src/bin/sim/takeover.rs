@@ -4,9 +4,9 @@
 
 use crate::output::say;
 use retention_sim::Sim;
+use retention_sim::real::RealServer;
 use retention_sim::real::run::run_plan;
 use retention_sim::report::{Story, Takeover, bound_ms, spread, story_plan, takeover};
-use test_support::TempServer;
 
 use crate::args::TakeoverArgs;
 
@@ -125,12 +125,7 @@ pub fn run_takeover(args: &TakeoverArgs) -> Result<bool, String> {
         _ => {}
     }
     let real = if args.real_runs > 0 {
-        let server = TempServer::start_installed()?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|error| format!("cannot start a tokio runtime: {error}"))?;
-        Some((server, runtime))
+        Some(RealServer::start_installed()?)
     } else {
         None
     };
@@ -148,7 +143,7 @@ pub fn run_takeover(args: &TakeoverArgs) -> Result<bool, String> {
             let history = Sim::new(&spec).run().map_err(|error| error.to_string())?;
             simulated.add(takeover(&history, at_ms));
         }
-        if let Some((server, runtime)) = &real {
+        if let Some(server) = &real {
             let runs: Vec<u64> = (0..args.real_runs).collect();
             for batch in runs.chunks(REAL_AT_ONCE) {
                 // Each on a database of its own; they spend their time
@@ -156,10 +151,10 @@ pub fn run_takeover(args: &TakeoverArgs) -> Result<bool, String> {
                 let plans: Vec<_> = (batch.iter())
                     .map(|&k| (k, story_plan(story, args.start + k)))
                     .collect();
-                let finished = runtime.block_on(futures_util::future::join_all(plans.iter().map(
+                let finished = server.block_on(futures_util::future::join_all(plans.iter().map(
                     |(k, (spec, _))| {
                         let name = format!("takeover_{}_{k}", story.name().replace('-', "_"));
-                        async move { run_plan(server, spec, &name).await }
+                        async move { run_plan(server.server(), spec, &name).await }
                     },
                 )));
                 for ((k, (_, at_ms)), run) in plans.iter().zip(finished) {

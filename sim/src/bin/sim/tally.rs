@@ -9,7 +9,7 @@ use retention_sim::report::{parse_token, replay_command};
 
 use crate::commands::print_shrunk_plan;
 use crate::output::say;
-use crate::summary::{Summary, seeds_in_shard};
+use retention_sim::sweep::{Shard, Summary};
 
 /// Failures listed by seed after the first; the rest are in the JSON.
 const FAILURES_LISTED: usize = 10;
@@ -71,13 +71,17 @@ fn print_shards(summary: &Summary, missing: &[u64]) {
         say!(
             "MISSING shard {index}/{}: its {} seeds were not run",
             shards.count,
-            seeds_in_shard(*index, shards.count, seeds.seeds)
+            Shard {
+                index: *index,
+                count: shards.count
+            }
+            .seeds_in(seeds.seeds)
         );
     }
     for part in &shards.held {
         if part.visited < seeds.seeds {
-            let wanted = seeds_in_shard(part.index, shards.count, seeds.seeds);
-            let ran = seeds_in_shard(part.index, shards.count, part.visited);
+            let shard = shards.shard(part);
+            let (wanted, ran) = (shard.seeds_in(seeds.seeds), shard.seeds_in(part.visited));
             say!(
                 "PARTIAL shard {}/{}: interrupted after {ran} of its {wanted} seeds \
                  (every seed below {} was run)",

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::canvas::Canvas;
-use super::lanes::{Layout, call_row, outcome_class};
+use super::layout::{Layout, call_row, outcome_class};
 use super::scale::Scale;
 use crate::model::{Actor, EventKind, History, OpKind, Outcome};
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::canvas::Canvas;
-use super::lanes::Layout;
+use super::layout::Layout;
 use super::scale::Scale;
 use crate::checker::Verdict;
 use crate::model::{Actor, EventKind, History, TermEndRec};

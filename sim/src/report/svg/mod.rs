@@ -2,7 +2,7 @@
 //! lease service, one for the database, simulated time along x. Its parts:
 //! `scale.rs` maps time to x and picks the ticks, `canvas.rs` writes the
 //! elements (every mark with a `<title>`: the timeline line it stands for),
-//! `lanes.rs` lays out the lanes, `calls.rs` draws believed leases and
+//! `layout.rs` lays out the lanes, `lanes.rs` draws them, `calls.rs` draws believed leases and
 //! call arrows, `markers.rs` stops, term ends and violations, `services.rs`
 //! the lease service's and the database's lanes, `legend.rs` explains the
 //! marks.
@@ -12,6 +12,7 @@
 mod calls;
 mod canvas;
 mod lanes;
+mod layout;
 mod legend;
 mod markers;
 mod scale;
@@ -21,7 +22,7 @@ use crate::checker::Verdict;
 use crate::model::History;
 
 use canvas::Canvas;
-use lanes::Layout;
+use layout::Layout;
 use scale::Scale;
 
 /// The picture's width in pixels (it scales when zoomed: it is vector).

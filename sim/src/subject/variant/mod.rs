@@ -3,11 +3,13 @@
 //! findings and the project's own). With no flaw it keeps the contract (the
 //! property tests run it that way too), so a violation found with a flaw on
 //! is that flaw's doing. It runs on any clock and ports: the simulator's,
-//! or the production adapters against PostgreSQL. `renew.rs` holds its
-//! renewals, `runtime.rs` its timers and detached tasks.
+//! or the production adapters against PostgreSQL. `shape.rs` holds its
+//! fields, `renew.rs` its renewals, `runtime.rs` its timers and detached
+//! tasks.
 
 mod renew;
 mod runtime;
+mod shape;
 
 use std::pin::pin;
 use std::sync::{Arc, Mutex};
@@ -21,6 +23,7 @@ use tokio::sync::Notify;
 
 use self::renew::Cell;
 pub use self::runtime::{MadsimRuntime, Runtime, TokioRuntime};
+use self::shape::{Flags, Variant};
 use crate::model::{Flaw, LossRec, ReleaseRec, TermEndRec, TermSummary};
 use crate::world::{BoxFuture, OnTerm, SimDeps, SimulatedWorker, WorkerFactory};
 
@@ -67,26 +70,6 @@ where
         changed: Arc::new(Notify::new()),
         last_lease: Mutex::new(None),
     })
-}
-
-/// The TypeScript-shaped worker.
-struct Variant<C, L, R, T> {
-    flaw: Option<Flaw>,
-    owner: String,
-    config: WorkerConfig,
-    deps: Dependencies<C, L, R>,
-    runtime: T,
-    flags: Mutex<Flags>,
-    /// Woken on every change of `flags` or of a term's cell.
-    changed: Arc<Notify>,
-    /// The last lease a term held (kept only by `release-stale-term-lease`).
-    last_lease: Mutex<Option<Lease>>,
-}
-
-#[derive(Default)]
-struct Flags {
-    stopped: bool,
-    running: bool,
 }
 
 fn end(end: TermEndRec, rows: u64, batches: u32, release: ReleaseRec) -> TermSummary {

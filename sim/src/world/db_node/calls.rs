@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::{DbNode, State, Waiter};
+use super::DbNode;
+use super::state::{State, Waiter};
 use crate::db::{Answer, LeaseAnswer, LeaseStatement, Refusal, Request, TxnId};
 use crate::model::{Actor, EventKind, OpKind};
 use crate::world::wire::{Caller, Committed, ServerError};

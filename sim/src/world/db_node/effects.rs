@@ -5,7 +5,7 @@
 
 use tokio::sync::oneshot;
 
-use super::{State, TxnInfo};
+use super::state::{State, TxnInfo};
 use crate::db::{Answer, Effect, Holder, LeaseAnswer, LeaseStatement, Refusal, Timed};
 use crate::model::{Actor, EventKind, OpKind};
 use crate::world::wire::{Caller, to_rec};

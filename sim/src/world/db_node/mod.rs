@@ -12,58 +12,17 @@ use std::sync::{Arc, Mutex};
 use futures_util::future::select;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::Notify;
 
 mod calls;
 mod effects;
+mod state;
 mod turns;
 
+use self::state::{State, Turns};
 use super::recorder::Recorder;
-use super::wire::Caller;
-use crate::db::{Answer, Bounds, Database, Records, Refusal, StatementId, Timed, TxnId};
-use crate::model::{Event, EventKind, OpKind};
-
-/// What a transaction's statements need to be recorded.
-#[derive(Debug, Clone, Copy)]
-struct TxnInfo {
-    caller: Caller,
-    token: u64,
-    /// The instant its fence judged the token (the CTE's clock), once it
-    /// passed.
-    fenced_at_ms: Option<i64>,
-    older_than_ms: i64,
-    /// The database's clock its `DELETE` read, once sent.
-    deleted_clock_ms: Option<i64>,
-    /// The database's clock its fence read, once it passed.
-    fenced_clock_ms: Option<i64>,
-}
-
-/// A statement the database has not answered yet.
-struct Waiter {
-    caller: Caller,
-    op: OpKind,
-    /// When it arrived (a fence's judging instant), on the run's time: the
-    /// checker reads the database's clock from it, steps included.
-    started_ms: i64,
-    /// The database's clock then: what its CTE read.
-    clock_ms: i64,
-    /// The fence's token, for its refusal.
-    token: u64,
-    /// The transaction it runs in.
-    txn: Option<TxnId>,
-    reply: oneshot::Sender<Result<Answer, Refusal>>,
-}
-
-struct State {
-    db: Database,
-    waiters: BTreeMap<StatementId, Waiter>,
-    txns: BTreeMap<TxnId, TxnInfo>,
-    next_statement: StatementId,
-    /// Each delete's work time.
-    work: ChaCha8Rng,
-    /// Each commit's time to be durable.
-    commits: ChaCha8Rng,
-}
+use crate::db::{Bounds, Database, Records, Timed};
+use crate::model::{Event, EventKind};
 
 /// The database's timing settings for a run.
 #[derive(Debug, Clone)]
@@ -95,7 +54,7 @@ pub(crate) struct DbNode {
     /// database's clock from true time (a step starts a new era).
     eras: Mutex<Vec<(u64, i64)>>,
     /// Where each connection's stream of messages has got to.
-    turns: Mutex<turns::Turns>,
+    turns: Mutex<Turns>,
     turn_moved: Notify,
 }
 
@@ -125,7 +84,7 @@ impl DbNode {
             inserted: AtomicU64::new(0),
             next_session: AtomicU64::new(0),
             eras: Mutex::new(Vec::new()),
-            turns: Mutex::new(turns::Turns::default()),
+            turns: Mutex::new(Turns::default()),
             turn_moved: Notify::new(),
         }
     }

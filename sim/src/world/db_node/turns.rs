@@ -2,24 +2,11 @@
 //! delivers a stream: a message that overtook an earlier one on the
 //! network waits at the server for it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 
 use super::DbNode;
 use crate::world::wire::{Caller, ServerError};
-
-/// Per connection: the next message to serve, and later ones already
-/// served or lost (a message the network never delivered).
-#[derive(Default)]
-pub(super) struct Turns {
-    sessions: BTreeMap<u64, Next>,
-}
-
-#[derive(Default)]
-struct Next {
-    seq: u64,
-    done: BTreeSet<u64>,
-}
 
 impl DbNode {
     /// A new connection's number, run-wide.

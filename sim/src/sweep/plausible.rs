@@ -3,14 +3,13 @@
 //! that fit in 64 bits; so a damaged or forged summary is refused naming
 //! its field, never merged into a verdict.
 
-use retention_sim::checker::{CLAUSES, PROBES};
-use retention_sim::report::parse_token;
-
-use crate::summary::{Build, Failure, Summary};
+use super::summary::{Build, Failure, Summary};
+use crate::checker::{CLAUSES, PROBES};
+use crate::report::parse_token;
 
 /// Checks of `summary` that `Summary::consistent` leaves out: its clause
 /// and probe names, its failures' tokens, its numbers' ranges.
-pub fn plausible(summary: &Summary) -> Result<(), String> {
+pub(crate) fn plausible(summary: &Summary) -> Result<(), String> {
     let sweep = &summary.sweep;
     if sweep.seeds == 0 || sweep.start.checked_add(sweep.seeds - 1).is_none() {
         return Err(format!(

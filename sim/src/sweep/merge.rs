@@ -1,0 +1,135 @@
+//! Merging shard summaries into the summary of the whole sweep: refuses
+//! summaries of different builds or sweeps and overlapping shards, naming
+//! the field, and says which shards none holds.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use super::summary::Summary;
+
+/// The summary of every shard in `parts`, and the shards none holds.
+pub fn merge(parts: &[(&Path, Summary)], command: &str) -> Result<(Summary, Vec<u64>), String> {
+    let (first_path, first) = parts.first().ok_or("no summary to merge")?;
+    let mut merged = first.clone();
+    merged.command = command.to_owned();
+    for (at, (path, part)) in parts.iter().enumerate().skip(1) {
+        same_sweep((first_path, first), (path, part))?;
+        for shard in &part.shards.held {
+            if let Some(holder) = parts[..at]
+                .iter()
+                .find(|(_, other)| other.shards.held.iter().any(|s| s.index == shard.index))
+            {
+                return Err(format!(
+                    "shard {}/{} is in both {} and {}: a shard is merged once",
+                    shard.index,
+                    part.shards.count,
+                    holder.0.display(),
+                    path.display()
+                ));
+            }
+        }
+        add(&mut merged, part).map_err(|field| {
+            let added: Vec<String> = parts[..=at]
+                .iter()
+                .map(|(path, _)| path.display().to_string())
+                .collect();
+            format!(
+                "{field}: the summaries' counts add up past 2^64 - 1 ({}); one is damaged",
+                added.join(" + ")
+            )
+        })?;
+    }
+    merged.shards.held.sort_by_key(|shard| shard.index);
+    merged.failures.sort_by_key(|failure| failure.seed);
+    merged.partial = merged
+        .shards
+        .held
+        .iter()
+        .any(|s| s.visited < merged.sweep.seeds);
+    merged.runs_per_sec = merged.runs as f64 / merged.wall_secs.max(1e-9);
+    merged.sim_to_wall_ratio = merged.simulated_secs / merged.wall_secs.max(1e-9);
+    merged
+        .consistent()
+        .expect("a merge of consistent, disjoint shards is consistent");
+    let held: BTreeSet<u64> = merged.shards.held.iter().map(|s| s.index).collect();
+    let missing = (1..=merged.shards.count)
+        .filter(|index| !held.contains(index))
+        .collect();
+    Ok((merged, missing))
+}
+
+/// Refuses two summaries that are not shards of one sweep by one build.
+fn same_sweep(
+    (a_path, a): (&Path, &Summary),
+    (b_path, b): (&Path, &Summary),
+) -> Result<(), String> {
+    let differs = |field: &str, a_value: String, b_value: String| {
+        Err(format!(
+            "{field} differs: {} has {a_value}, {} has {b_value}; only shards of one sweep by one build merge",
+            a_path.display(),
+            b_path.display()
+        ))
+    };
+    let fields = [
+        ("build.version", j(&a.build.version), j(&b.build.version)),
+        (
+            "build.source_hash",
+            j(&a.build.source_hash),
+            j(&b.build.source_hash),
+        ),
+        ("sweep.start", j(&a.sweep.start), j(&b.sweep.start)),
+        ("sweep.seeds", j(&a.sweep.seeds), j(&b.sweep.seeds)),
+        ("sweep.swarm", j(&a.sweep.swarm), j(&b.sweep.swarm)),
+        ("sweep.replicas", j(&a.sweep.replicas), j(&b.sweep.replicas)),
+        ("sweep.flaw", j(&a.sweep.flaw), j(&b.sweep.flaw)),
+        (
+            "sweep.shrink_max",
+            j(&a.sweep.shrink_max),
+            j(&b.sweep.shrink_max),
+        ),
+        ("shards.count", j(&a.shards.count), j(&b.shards.count)),
+    ];
+    for (field, a_value, b_value) in fields {
+        if a_value != b_value {
+            return differs(field, a_value, b_value);
+        }
+    }
+    Ok(())
+}
+
+/// A field's value as JSON, as it reads in the file.
+fn j(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value).expect("a field serialises")
+}
+
+/// Adds `part`'s runs to `merged`; a count that would pass 2^64 - 1 names
+/// its field instead.
+fn add(merged: &mut Summary, part: &Summary) -> Result<(), String> {
+    fn sum(total: &mut u64, more: u64, field: &str) -> Result<(), String> {
+        *total = total.checked_add(more).ok_or_else(|| field.to_owned())?;
+        Ok(())
+    }
+    merged.shards.held.extend(part.shards.held.iter().copied());
+    sum(&mut merged.runs, part.runs, "runs")?;
+    sum(&mut merged.failed_runs, part.failed_runs, "failed_runs")?;
+    sum(&mut merged.violations, part.violations, "violations")?;
+    for (clause, count) in &part.violations_by_clause {
+        let total = merged
+            .violations_by_clause
+            .entry(clause.clone())
+            .or_default();
+        sum(total, *count, &format!("violations_by_clause.{clause}"))?;
+    }
+    for (probe, count) in &part.coverage {
+        let total = merged.coverage.entry(probe.clone()).or_default();
+        sum(total, *count, &format!("coverage.{probe}"))?;
+    }
+    merged.wall_secs += part.wall_secs;
+    merged.simulated_secs += part.simulated_secs;
+    merged.peak_rss_mb = match (merged.peak_rss_mb, part.peak_rss_mb) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    merged.failures.extend(part.failures.iter().cloned());
+    Ok(())
+}

@@ -1,0 +1,21 @@
+//! Sweeps across machines: the versioned summary document a sweep writes
+//! (`summary.rs`), built from what `explore` returned (`from_sweep.rs`),
+//! read back with every count and plan checked (`load.rs`,
+//! `plausible.rs`), merged across shards (`merge.rs`), triaged against a
+//! baseline (`triage.rs`), and the shard plan that splits one sweep
+//! between machines (`shard_plan.rs`). Uses `model`, `checker`, `report`
+//! and `search`; the command line prints, writes and signals.
+
+mod from_sweep;
+mod load;
+mod merge;
+mod plausible;
+mod shard_plan;
+mod summary;
+mod triage;
+
+pub use crate::search::Shard;
+pub use merge::merge;
+pub use shard_plan::{DEFAULT_SHRINK_MAX, PlannedSweep, SHARDS_MAX};
+pub use summary::{Build, FORMAT, Failure, ShardPart, Shards, ShrunkPlan, Summary, Sweep, VERSION};
+pub use triage::{Triage, distinct, triage};
