@@ -1,5 +1,5 @@
 //! The checker: judges a [`History`] against every clause of the contract,
-//! plus data safety and liveness (`replica.rs`, `service.rs`, with each
+//! plus data safety and liveness (`replica_clauses.rs`, `service.rs`, with each
 //! replica's clock rebuilt by `clocks.rs`), and counts the situations it
 //! reached (`coverage.rs`). Uses only `model`, so
 //! histories recorded from real runs are checked the same way.
@@ -9,7 +9,7 @@ mod clocks;
 mod coverage;
 mod db_probes;
 mod findings;
-mod replica;
+mod replica_clauses;
 mod service;
 
 pub use coverage::{PROBES, coverage};
@@ -119,8 +119,8 @@ impl Verdict {
 /// Checks `history` and reports every violation.
 pub fn check(history: &History) -> Verdict {
     let mut found = Findings::default();
-    replica::check(history, &mut found);
-    replica::check_spins(history, &mut found);
+    replica_clauses::check(history, &mut found);
+    replica_clauses::check_spins(history, &mut found);
     service::check(history, &mut found);
     let mut violations = found.into_violations();
     let rank = |clause: &str| CLAUSES.iter().position(|(id, _)| *id == clause);

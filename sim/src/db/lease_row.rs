@@ -5,11 +5,11 @@
 use retention_worker::memory::LeaseTable;
 
 use super::database::{Database, Kind, Pending, Phase, SESSION_ENDED};
-use super::emit;
 use super::statement::{
     Answer, Applied, Effect, LeaseAnswer, LeaseStatement, Refusal, SessionId, StatementId, Timed,
     TxnId,
 };
+use super::{emit, refuse};
 
 impl Database {
     pub(super) fn submit_lease(
@@ -89,15 +89,7 @@ impl Database {
         out: &mut Vec<Timed>,
     ) {
         if let Err(refusal) = self.begin_statement(txn, session, id) {
-            emit(
-                out,
-                now_ms,
-                Effect::Done {
-                    id,
-                    answer: Err(refusal),
-                },
-            );
-            return;
+            return refuse(out, now_ms, id, refusal);
         }
         self.start((id, session, now_ms), Kind::Fence { txn, token }, waiting());
         if self.lock.free_for_share() {

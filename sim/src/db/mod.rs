@@ -39,3 +39,9 @@ pub use statement::{
 fn emit(out: &mut Vec<Timed>, at_ms: i64, effect: Effect) {
     out.push(Timed { at_ms, effect });
 }
+
+/// Answers statement `id` at once with `refusal`: it never ran.
+fn refuse(out: &mut Vec<Timed>, at_ms: i64, id: StatementId, refusal: Refusal) {
+    let answer = Err(refusal);
+    emit(out, at_ms, Effect::Done { id, answer });
+}

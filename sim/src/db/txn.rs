@@ -4,8 +4,8 @@
 //! connection.
 
 use super::database::{Database, Kind, Pending, Phase};
-use super::emit;
 use super::statement::{Answer, Effect, Refusal, SessionId, StatementId, Timed, TxnId};
+use super::{emit, refuse};
 
 impl Database {
     /// A statement of `txn` starts on `session`: refused if the server
@@ -55,15 +55,7 @@ impl Database {
         out: &mut Vec<Timed>,
     ) {
         if let Err(refusal) = self.begin_statement(txn, session, id) {
-            emit(
-                out,
-                now_ms,
-                Effect::Done {
-                    id,
-                    answer: Err(refusal),
-                },
-            );
-            return;
+            return refuse(out, now_ms, id, refusal);
         }
         let rows = self.records.lock_oldest(txn, older_than_ms, limit);
         let open = self.txns.get_mut(&txn).expect("an open txn");
@@ -97,17 +89,7 @@ impl Database {
                 emit(out, now_ms, Effect::Done { id, answer });
                 return;
             }
-            Err(refusal) => {
-                emit(
-                    out,
-                    now_ms,
-                    Effect::Done {
-                        id,
-                        answer: Err(refusal),
-                    },
-                );
-                return;
-            }
+            Err(refusal) => return refuse(out, now_ms, id, refusal),
         }
         let open = &self.txns[&txn];
         let wrote = open.fenced || !open.deleted.is_empty() || !open.held.is_empty();

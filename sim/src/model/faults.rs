@@ -1,96 +1,12 @@
-//! The fault plan of a run: probabilistic knobs, timed events, and faults on
-//! chosen calls. Every fault is off by default.
+//! A run's fault events, timed or on chosen calls, with the range of every
+//! field: what one kind of fault is, in one place.
+
+use std::ops::RangeInclusive;
 
 use serde::{Deserialize, Serialize};
 
-use super::names::{FaultKnob, OpKind};
-
-/// Probabilistic faults, drawn per call from the run's seed. Every knob is
-/// off (zero) by default. Probabilities are in per mille.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct FaultConfig {
-    /// Extra delay before a request and before its reply, each uniform in
-    /// `0..=latency_ms_max`; on top of madsim's own network jitter.
-    pub latency_ms_max: u64,
-    /// Chance that a renewal's reply is held back long enough to arrive
-    /// after the next renewal tick would have fired.
-    pub renew_reply_delay_permille: u32,
-    /// Chance that any call is refused before the service applies it.
-    pub reject_permille: u32,
-    /// Chance that any call is applied but its reply is lost.
-    pub ambiguous_permille: u32,
-    /// Chance that the lease service revokes the lease on a renewal and
-    /// answers `None`, so another replica may take over.
-    pub null_renew_permille: u32,
-    /// Chance that the network loses any packet, request or reply. The
-    /// database connections are TCP: a lost packet is retransmitted after
-    /// 200 ms (doubling each time it is lost again), so it arrives late,
-    /// and a call whose messages are late enough times out.
-    pub packet_loss_permille: u32,
-    /// Each replica's clock is skewed by a fixed amount in
-    /// `-clock_skew_ms_max..=clock_skew_ms_max`.
-    pub clock_skew_ms_max: u64,
-}
-
-impl FaultConfig {
-    /// Whether any probabilistic fault is on.
-    pub fn any(&self) -> bool {
-        *self != Self::default()
-    }
-
-    /// Every knob with its value (0 is off), in [`FaultKnob`]'s order.
-    pub fn knobs(&self) -> Vec<(FaultKnob, u64)> {
-        FaultKnob::ALL
-            .iter()
-            .map(|&knob| (knob, self.get(knob)))
-            .collect()
-    }
-
-    /// The value of `knob`.
-    pub fn get(&self, knob: FaultKnob) -> u64 {
-        use FaultKnob as K;
-        match knob {
-            K::LatencyMsMax => self.latency_ms_max,
-            K::RenewReplyDelayPermille => self.renew_reply_delay_permille.into(),
-            K::RejectPermille => self.reject_permille.into(),
-            K::AmbiguousPermille => self.ambiguous_permille.into(),
-            K::NullRenewPermille => self.null_renew_permille.into(),
-            K::PacketLossPermille => self.packet_loss_permille.into(),
-            K::ClockSkewMsMax => self.clock_skew_ms_max,
-        }
-    }
-
-    /// Sets `knob` to `value`, refusing what breaks [`FaultKnob::limit`].
-    pub fn set(&mut self, knob: FaultKnob, value: u64) -> Result<(), String> {
-        use FaultKnob as K;
-        if let Some(limit) = knob.limit()
-            && value > limit
-        {
-            return Err(format!("{value} is above {limit} per mille"));
-        }
-        // Below the limit, a chance always fits its u32 field.
-        let chance = || u32::try_from(value).expect("at most 1000");
-        match knob {
-            K::LatencyMsMax => self.latency_ms_max = value,
-            K::RenewReplyDelayPermille => self.renew_reply_delay_permille = chance(),
-            K::RejectPermille => self.reject_permille = chance(),
-            K::AmbiguousPermille => self.ambiguous_permille = chance(),
-            K::NullRenewPermille => self.null_renew_permille = chance(),
-            K::PacketLossPermille => self.packet_loss_permille = chance(),
-            K::ClockSkewMsMax => self.clock_skew_ms_max = value,
-        }
-        Ok(())
-    }
-}
-
-impl FaultKnob {
-    /// The largest value the knob accepts: 1000 for a chance in per mille,
-    /// none for a time.
-    pub fn limit(self) -> Option<u64> {
-        self.name().ends_with("_permille").then_some(1_000)
-    }
-}
+use super::limits::{HOUR_MS, MAX_ROWS};
+use super::names::OpKind;
 
 /// A fault that happens at a chosen moment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -228,6 +144,16 @@ pub enum FaultEvent {
 impl FaultEvent {
     /// The replica the event targets, if it targets one.
     pub fn replica(&self) -> Option<u32> {
+        self.clone().replica_mut().copied()
+    }
+
+    /// When the event happens, for events tied to a time.
+    pub fn at_ms(&self) -> Option<u64> {
+        self.clone().at_ms_mut().copied()
+    }
+
+    /// The replica the event targets, to change, if it targets one.
+    pub(crate) fn replica_mut(&mut self) -> Option<&mut u32> {
         match self {
             Self::Pause { replica, .. }
             | Self::Partition { replica, .. }
@@ -236,13 +162,13 @@ impl FaultEvent {
             | Self::StopDuring { replica, .. }
             | Self::CallFault { replica, .. }
             | Self::ClockStep { replica, .. }
-            | Self::ClockRate { replica, .. } => Some(*replica),
+            | Self::ClockRate { replica, .. } => Some(replica),
             Self::HoldRows { .. } | Self::StallStandby { .. } | Self::DbClockStep { .. } => None,
         }
     }
 
-    /// When the event happens, for events tied to a time.
-    pub fn at_ms(&self) -> Option<u64> {
+    /// When the event happens, to change, for events tied to a time.
+    pub(crate) fn at_ms_mut(&mut self) -> Option<&mut u64> {
         match self {
             Self::Pause { at_ms, .. }
             | Self::Partition { at_ms, .. }
@@ -252,8 +178,129 @@ impl FaultEvent {
             | Self::StallStandby { at_ms, .. }
             | Self::ClockStep { at_ms, .. }
             | Self::ClockRate { at_ms, .. }
-            | Self::DbClockStep { at_ms, .. } => Some(*at_ms),
+            | Self::DbClockStep { at_ms, .. } => Some(at_ms),
             Self::StopDuring { .. } | Self::CallFault { .. } => None,
+        }
+    }
+
+    /// The call a per-call event aims at (operation, n-th), if it aims at one.
+    pub(crate) fn chosen_call(&self) -> Option<(OpKind, u32)> {
+        match self {
+            Self::StopDuring { op, nth, .. } | Self::CallFault { op, nth, .. } => Some((*op, *nth)),
+            _ => None,
+        }
+    }
+
+    /// How many tasks call `stop()`, for a stop.
+    pub(crate) fn callers(&self) -> Option<u32> {
+        match self {
+            Self::Stop { callers, .. } | Self::StopDuring { callers, .. } => Some(*callers),
+            _ => None,
+        }
+    }
+
+    /// The outcome a call fault gives its call.
+    pub(crate) fn outcome(&self) -> Option<CallOutcome> {
+        match self {
+            Self::CallFault { outcome, .. } => Some(*outcome),
+            _ => None,
+        }
+    }
+
+    /// A fault that lasts, to stretch: its start and its length, and
+    /// whether a later one of its kind on its target that starts inside it
+    /// stretches it to the later end (a pause, a cut, a stalled standby) or
+    /// changes nothing (a crash of a process already down).
+    pub(crate) fn window_mut(&mut self) -> Option<Window<'_>> {
+        let (at_ms, length_ms, stretches) = match self {
+            Self::Pause { at_ms, for_ms, .. }
+            | Self::Partition { at_ms, for_ms, .. }
+            | Self::StallStandby { at_ms, for_ms } => (*at_ms, for_ms, true),
+            Self::Crash {
+                at_ms,
+                restart_after_ms,
+                ..
+            } => (*at_ms, restart_after_ms, false),
+            _ => return None,
+        };
+        Some(Window {
+            at_ms,
+            length_ms,
+            stretches,
+        })
+    }
+
+    /// How long a process is frozen, for a pause.
+    pub(crate) fn frozen_ms(&self) -> Option<u64> {
+        match self {
+            Self::Pause { for_ms, .. } => Some(*for_ms),
+            _ => None,
+        }
+    }
+
+    /// The name of its kind, as a plan file spells it (`kind = "..."`).
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Self::Pause { .. } => "pause",
+            Self::Partition { .. } => "partition",
+            Self::Crash { .. } => "crash",
+            Self::Stop { .. } => "stop",
+            Self::CallFault { .. } => "call_fault",
+            Self::HoldRows { .. } => "hold_rows",
+            Self::StallStandby { .. } => "stall_standby",
+            Self::ClockStep { .. } => "clock_step",
+            Self::ClockRate { .. } => "clock_rate",
+            Self::DbClockStep { .. } => "db_clock_step",
+            Self::StopDuring { .. } => "stop_during",
+        }
+    }
+
+    /// Its signed field, a clock step's `delta_ms`, checked against ±a day.
+    pub(crate) fn delta_ms(&self) -> Option<i64> {
+        match self {
+            Self::ClockStep { delta_ms, .. } | Self::DbClockStep { delta_ms, .. } => {
+                Some(*delta_ms)
+            }
+            _ => None,
+        }
+    }
+
+    /// Every unsigned field past the replica and the instant, with its
+    /// value and the range a plan may give it.
+    pub(crate) fn bounded_fields(&self) -> Vec<(&'static str, u64, RangeInclusive<u64>)> {
+        let ms = 0..=HOUR_MS;
+        match self {
+            FaultEvent::Pause { for_ms, .. } | FaultEvent::Partition { for_ms, .. } => {
+                vec![("for_ms", *for_ms, ms)]
+            }
+            FaultEvent::Crash {
+                restart_after_ms, ..
+            } => vec![("restart_after_ms", *restart_after_ms, ms)],
+            FaultEvent::Stop { callers, .. } => vec![("callers", (*callers).into(), 1..=100)],
+            FaultEvent::StopDuring { nth, callers, .. } => vec![
+                ("nth", (*nth).into(), 1..=1_000_000),
+                ("callers", (*callers).into(), 1..=100),
+            ],
+            FaultEvent::CallFault {
+                nth,
+                request_delay_ms,
+                reply_delay_ms,
+                ..
+            } => vec![
+                ("nth", (*nth).into(), 1..=1_000_000),
+                ("request_delay_ms", *request_delay_ms, ms.clone()),
+                ("reply_delay_ms", *reply_delay_ms, ms),
+            ],
+            FaultEvent::StallStandby { for_ms, .. } => vec![("for_ms", *for_ms, ms)],
+            // Signed: checked on its own above.
+            FaultEvent::ClockStep { .. } | FaultEvent::DbClockStep { .. } => vec![],
+            FaultEvent::ClockRate { rate_permille, .. } => {
+                vec![("rate_permille", *rate_permille, RATE_PERMILLE)]
+            }
+            FaultEvent::HoldRows { for_ms, rows, .. } => vec![
+                ("for_ms", *for_ms, ms),
+                ("rows", (*rows).into(), 0..=MAX_ROWS),
+            ],
         }
     }
 }
@@ -275,4 +322,35 @@ pub enum CallOutcome {
     /// faulty lease service might: an acquire's lease names another owner
     /// (`intruder`), a renewal's carries the token it was sent.
     Corrupt,
+}
+
+/// How fast or slow a clock may run: a tenth of true time to ten times it.
+pub const RATE_PERMILLE: RangeInclusive<u64> = 100..=10_000;
+
+/// A lasting fault's window, as [`FaultEvent::window_mut`] gives it.
+pub(crate) struct Window<'a> {
+    /// When it starts.
+    pub at_ms: u64,
+    /// How long it lasts.
+    pub length_ms: &'a mut u64,
+    /// Whether a later one inside it stretches it.
+    pub stretches: bool,
+}
+
+impl CallOutcome {
+    /// Why the outcome cannot apply to a call of `op`, if it cannot: a
+    /// revoke means something only for a renewal, a corrupt reply only for
+    /// an acquire or a renewal.
+    pub(crate) fn refusal_for(self, op: OpKind) -> Option<String> {
+        match self {
+            Self::Revoke if op != OpKind::Renew => {
+                Some(format!("revoke applies to renew, not {}", op.name()))
+            }
+            Self::Corrupt if !matches!(op, OpKind::Acquire | OpKind::Renew) => Some(format!(
+                "corrupt applies to acquire and renew, not {}",
+                op.name()
+            )),
+            _ => None,
+        }
+    }
 }

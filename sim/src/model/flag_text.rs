@@ -3,7 +3,8 @@
 //! the fuzz tests reach the same code `sim run` does. Every error starts
 //! with the flag and quotes the text it refuses.
 
-use super::faults::{FaultConfig, FaultEvent};
+use super::fault_knobs::FaultConfig;
+use super::faults::FaultEvent;
 use super::names::{FaultKnob, OpKind};
 
 /// A command-line flag that adds one fault event.

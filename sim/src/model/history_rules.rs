@@ -6,8 +6,8 @@
 use retention_worker::{MAX_BATCH_SIZE, MAX_TERM_ROW_CAP};
 
 use super::history::{Actor, Event, EventKind, Header, LeaseRec, Outcome};
+use super::limits::{DAY_MS, HOUR_MS, MAX_ROWS};
 use super::names::OpKind;
-use super::ranges::{DAY_MS, HOUR_MS, MAX_ROWS};
 
 /// The header's fields against the ranges a run can have.
 pub(super) fn header_problems(header: &Header) -> Vec<String> {

@@ -1,13 +1,16 @@
-//! What a run is, as plain data: its spec and fault plan (every numeric
-//! field's range in `ranges.rs`), the names it is described with, and its
+//! What a run is, as plain data: its spec and fault plan (what each kind
+//! of fault event is, with its fields' ranges, in `faults.rs`; the spec's
+//! own ranges in `ranges.rs`), the names it is described with, and its
 //! history, and the command line's short syntax for events and knobs
 //! (`flag_text.rs`); serde and the worker's types only.
 
+mod fault_knobs;
 mod faults;
 mod flag_text;
 mod history;
 mod history_rules;
 mod jsonl;
+mod limits;
 pub(crate) mod names;
 mod obligations;
 mod overlap;
@@ -20,15 +23,16 @@ mod term;
 mod validate;
 mod worker_seam;
 
-pub use faults::{CallOutcome, FaultConfig, FaultEvent};
+pub use fault_knobs::FaultConfig;
+pub use faults::{CallOutcome, FaultEvent};
 pub use flag_text::{EventFlag, set_fault_flag};
 pub use history::{
     Actor, Event, EventKind, Header, History, Invocation, LeaseRec, Outcome, RowRec,
 };
 pub use jsonl::HISTORY_FORMAT_VERSION;
+pub use limits::{DAY_MS, HOUR_MS, MAX_ROWS};
 pub use names::{FaultKnob, Flaw, Named, OpKind, UnknownName};
 pub use overlap::first_per_call;
-pub use ranges::{DAY_MS, HOUR_MS, MAX_ROWS};
 pub use spec::{RunSpec, SpecError, WorkerSpec};
 pub use term::{CallFailure, FailureKind, LossRec, ReleaseRec, TermEndRec, TermSummary};
 pub use worker_seam::{BoxFuture, OnTerm, SimulatedWorker, WorkerUnderTest, panic_message};

@@ -2,7 +2,6 @@
 //! [`RunSpec`] records (its fault-free flag, whether it must drain, how
 //! long a `stop()` may take), shared by the simulator and real mode.
 
-use super::faults::FaultEvent;
 use super::history::Header;
 use super::spec::RunSpec;
 
@@ -38,6 +37,21 @@ impl RunSpec {
         }
     }
 
+    /// The retention the database's own bound on deletes enforces, by its
+    /// clock: the worker's, or 0 (no bound) for the flaws that stand for
+    /// the reviewed design, which had none. The simulated database and
+    /// real mode's adapters both take it from here.
+    pub fn database_retention_ms(&self) -> u64 {
+        if self
+            .flaw
+            .is_some_and(super::names::Flaw::drops_database_bound)
+        {
+            0
+        } else {
+            self.worker.retention_ms
+        }
+    }
+
     /// The longest a `stop()` may take: two calls in flight that run into
     /// their timeout (a delete and a renewal), the release, the longest
     /// pause, slack.
@@ -46,10 +60,7 @@ impl RunSpec {
         let pause_ms = self
             .effective_events()
             .iter()
-            .map(|event| match event {
-                FaultEvent::Pause { for_ms, .. } => *for_ms,
-                _ => 0,
-            })
+            .map(|event| event.frozen_ms().unwrap_or(0))
             .max()
             .unwrap_or(0);
         3 * self.rpc_timeout_ms + pause_ms + 1_000

@@ -38,15 +38,9 @@ impl RunSpec {
 /// (replica, operation, n-th). Two events for one call would conflict
 /// (the last silently won), so a plan may hold one of each kind.
 pub(crate) fn call_target(event: &FaultEvent) -> Option<(&'static str, u32, super::OpKind, u32)> {
-    match event {
-        FaultEvent::StopDuring {
-            replica, op, nth, ..
-        } => Some(("stop_during", *replica, *op, *nth)),
-        FaultEvent::CallFault {
-            replica, op, nth, ..
-        } => Some(("call_fault", *replica, *op, *nth)),
-        _ => None,
-    }
+    let (op, nth) = event.chosen_call()?;
+    let replica = event.replica().expect("a chosen call is a replica's");
+    Some((event.kind_name(), replica, op, nth))
 }
 
 /// `events` without any per-call event whose call an earlier one of its
@@ -69,91 +63,26 @@ pub fn first_per_call(events: Vec<FaultEvent>) -> Vec<FaultEvent> {
 /// Whether `later` (starting no earlier) lands inside `earlier`'s window
 /// of the same kind and target.
 fn overlaps(earlier: &FaultEvent, later: &FaultEvent) -> bool {
-    use FaultEvent::{Crash, Partition, Pause, StallStandby};
-    let inside =
-        |at_ms: u64, for_ms: u64, later_at_ms: u64| later_at_ms < at_ms.saturating_add(for_ms);
-    match (earlier, later) {
-        (
-            Pause {
-                replica: a,
-                at_ms,
-                for_ms,
-            },
-            Pause {
-                replica: b,
-                at_ms: later_at,
-                ..
-            },
-        )
-        | (
-            Partition {
-                replica: a,
-                at_ms,
-                for_ms,
-            },
-            Partition {
-                replica: b,
-                at_ms: later_at,
-                ..
-            },
-        ) => a == b && inside(*at_ms, *for_ms, *later_at),
-        (
-            Crash {
-                replica: a,
-                at_ms,
-                restart_after_ms,
-            },
-            Crash {
-                replica: b,
-                at_ms: later_at,
-                ..
-            },
-        ) => a == b && inside(*at_ms, *restart_after_ms, *later_at),
-        (
-            StallStandby { at_ms, for_ms },
-            StallStandby {
-                at_ms: later_at, ..
-            },
-        ) => inside(*at_ms, *for_ms, *later_at),
-        _ => false,
-    }
+    let mut earlier_copy = earlier.clone();
+    let (Some(window), Some(later_at_ms)) = (earlier_copy.window_mut(), later.at_ms()) else {
+        return false;
+    };
+    earlier.kind_name() == later.kind_name()
+        && earlier.replica() == later.replica()
+        && later_at_ms < window.at_ms.saturating_add(*window.length_ms)
 }
 
 /// `earlier` stretched to cover `later` (a crash of a process already
 /// down changes nothing: its restart stays the first crash's).
 fn merge(earlier: &mut FaultEvent, later: &FaultEvent) {
-    use FaultEvent::{Partition, Pause, StallStandby};
-    let stretch = |at_ms: u64, for_ms: &mut u64, later_at: u64, later_for: u64| {
-        let end = (at_ms.saturating_add(*for_ms)).max(later_at.saturating_add(later_for));
-        *for_ms = end - at_ms;
+    let mut later_copy = later.clone();
+    let (Some(window), Some(later_window)) = (earlier.window_mut(), later_copy.window_mut()) else {
+        return;
     };
-    match (earlier, later) {
-        (
-            Pause { at_ms, for_ms, .. },
-            Pause {
-                at_ms: b,
-                for_ms: f,
-                ..
-            },
-        )
-        | (
-            Partition { at_ms, for_ms, .. },
-            Partition {
-                at_ms: b,
-                for_ms: f,
-                ..
-            },
-        )
-        | (
-            StallStandby { at_ms, for_ms },
-            StallStandby {
-                at_ms: b,
-                for_ms: f,
-            },
-        ) => {
-            stretch(*at_ms, for_ms, *b, *f);
-        }
-        _ => {}
+    if window.stretches {
+        let end_ms = (window.at_ms.saturating_add(*window.length_ms))
+            .max(later_window.at_ms.saturating_add(*later_window.length_ms));
+        *window.length_ms = end_ms - window.at_ms;
     }
 }
 

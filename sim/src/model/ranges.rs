@@ -5,15 +5,8 @@
 
 use std::ops::RangeInclusive;
 
-use super::faults::FaultEvent;
+use super::limits::{DAY_MS, HOUR_MS, MAX_ROWS};
 use super::spec::{RunSpec, SpecError};
-
-/// A simulated hour: the longest run, timeout, delay or pause.
-pub const HOUR_MS: u64 = 3_600_000;
-/// A simulated day: the longest worker period or clock skew.
-pub const DAY_MS: u64 = 24 * HOUR_MS;
-/// The most rows a table may start with or a term may meet.
-pub const MAX_ROWS: u64 = 1_000_000;
 
 /// Checks every numeric field of `spec` against its range.
 pub fn check_ranges(spec: &RunSpec) -> Result<(), SpecError> {
@@ -116,8 +109,7 @@ pub fn check_ranges(spec: &RunSpec) -> Result<(), SpecError> {
         })?;
     }
     for (index, event) in spec.events.iter().enumerate() {
-        if let FaultEvent::ClockStep { delta_ms, .. } | FaultEvent::DbClockStep { delta_ms, .. } =
-            event
+        if let Some(delta_ms) = event.delta_ms()
             && delta_ms.unsigned_abs() > DAY_MS
         {
             return Err(SpecError {
@@ -125,51 +117,11 @@ pub fn check_ranges(spec: &RunSpec) -> Result<(), SpecError> {
                 problem: format!("{delta_ms} is not within ±{DAY_MS}"),
             });
         }
-        for (name, value, range) in event_fields(event) {
+        for (name, value, range) in event.bounded_fields() {
             within(format!("events[{index}].{name}"), value, &range)?;
         }
     }
     Ok(())
-}
-
-/// How fast or slow a clock may run: a tenth of true time to ten times it.
-pub const RATE_PERMILLE: RangeInclusive<u64> = 100..=10_000;
-
-fn event_fields(event: &FaultEvent) -> Vec<(&'static str, u64, RangeInclusive<u64>)> {
-    let ms = 0..=HOUR_MS;
-    match event {
-        FaultEvent::Pause { for_ms, .. } | FaultEvent::Partition { for_ms, .. } => {
-            vec![("for_ms", *for_ms, ms)]
-        }
-        FaultEvent::Crash {
-            restart_after_ms, ..
-        } => vec![("restart_after_ms", *restart_after_ms, ms)],
-        FaultEvent::Stop { callers, .. } => vec![("callers", (*callers).into(), 1..=100)],
-        FaultEvent::StopDuring { nth, callers, .. } => vec![
-            ("nth", (*nth).into(), 1..=1_000_000),
-            ("callers", (*callers).into(), 1..=100),
-        ],
-        FaultEvent::CallFault {
-            nth,
-            request_delay_ms,
-            reply_delay_ms,
-            ..
-        } => vec![
-            ("nth", (*nth).into(), 1..=1_000_000),
-            ("request_delay_ms", *request_delay_ms, ms.clone()),
-            ("reply_delay_ms", *reply_delay_ms, ms),
-        ],
-        FaultEvent::StallStandby { for_ms, .. } => vec![("for_ms", *for_ms, ms)],
-        // Signed: checked on its own above.
-        FaultEvent::ClockStep { .. } | FaultEvent::DbClockStep { .. } => vec![],
-        FaultEvent::ClockRate { rate_permille, .. } => {
-            vec![("rate_permille", *rate_permille, RATE_PERMILLE)]
-        }
-        FaultEvent::HoldRows { for_ms, rows, .. } => vec![
-            ("for_ms", *for_ms, ms),
-            ("rows", (*rows).into(), 0..=MAX_ROWS),
-        ],
-    }
 }
 
 fn within(field: String, value: u64, range: &RangeInclusive<u64>) -> Result<(), SpecError> {

@@ -6,7 +6,8 @@
 use retention_worker::WorkerConfig;
 use serde::{Deserialize, Serialize};
 
-use super::faults::{FaultConfig, FaultEvent};
+use super::fault_knobs::FaultConfig;
+use super::faults::FaultEvent;
 use super::names::Flaw;
 
 /// Everything that determines one run. Same spec, same history.

@@ -2,10 +2,9 @@
 //! beyond what its types hold: ranges, counts, and events that name calls,
 //! replicas and instants the run has.
 
-use super::faults::{CallOutcome, FaultEvent};
-use super::names::OpKind;
+use super::limits::MAX_ROWS;
 use super::overlap::call_target;
-use super::ranges::{MAX_ROWS, check_ranges};
+use super::ranges::check_ranges;
 use super::spec::{RunSpec, SpecError};
 
 impl RunSpec {
@@ -95,43 +94,19 @@ impl RunSpec {
                 let problem = format!("replica {replica} does not exist (1..={})", self.replicas);
                 return fail(format!("events[{index}].replica"), problem);
             }
-            let callers = match event {
-                FaultEvent::Stop { callers, .. } | FaultEvent::StopDuring { callers, .. } => {
-                    *callers
-                }
-                _ => 1,
-            };
-            if callers == 0 {
+            if event.callers() == Some(0) {
                 return fail(
                     format!("events[{index}].callers"),
                     "must be at least 1".into(),
                 );
             }
-            let (op, nth) = match event {
-                FaultEvent::CallFault { op, nth, .. } | FaultEvent::StopDuring { op, nth, .. } => {
-                    (*op, *nth)
-                }
-                _ => continue,
+            let Some((op, nth)) = event.chosen_call() else {
+                continue;
             };
             if nth == 0 {
                 return fail(format!("events[{index}].nth"), "counts calls from 1".into());
             }
-            if let FaultEvent::CallFault {
-                outcome: CallOutcome::Revoke,
-                ..
-            } = event
-                && op != OpKind::Renew
-            {
-                let problem = format!("revoke applies to renew, not {}", op.name());
-                return fail(format!("events[{index}].outcome"), problem);
-            }
-            if let FaultEvent::CallFault {
-                outcome: CallOutcome::Corrupt,
-                ..
-            } = event
-                && !matches!(op, OpKind::Acquire | OpKind::Renew)
-            {
-                let problem = format!("corrupt applies to acquire and renew, not {}", op.name());
+            if let Some(problem) = event.outcome().and_then(|outcome| outcome.refusal_for(op)) {
                 return fail(format!("events[{index}].outcome"), problem);
             }
         }

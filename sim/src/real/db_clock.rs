@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use retention_worker::pg::Pool;
 
-use super::log::{Log, wall_us};
+use super::log::{RealRecorder, wall_us};
 use crate::model::RunSpec;
 
 /// Installs the steppable clock and the deletion audit (after migrating).
@@ -52,7 +52,7 @@ pub async fn install(pool: &Pool) {
 /// Steps the database's clock by `delta_ms` and records it in `log`.
 /// Retries while workers' transactions hold the tables (each attempt waits
 /// at most 200 ms, so the workers queue behind it no longer than that).
-pub async fn step(pool: &Pool, log: &Log, delta_ms: i64) {
+pub async fn step(pool: &Pool, log: &RealRecorder, delta_ms: i64) {
     loop {
         let mut client = pool.get().await.expect("a connection");
         let tx = client.transaction().await.expect("BEGIN");

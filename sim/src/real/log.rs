@@ -22,7 +22,7 @@ pub fn wall_us() -> i64 {
 }
 
 /// The run's events, each with the microsecond it happened at.
-pub struct Log {
+pub struct RealRecorder {
     /// Whole milliseconds, so that history times and the database's
     /// millisecond expiries compare exactly.
     pub epoch_ms: i64,
@@ -38,13 +38,13 @@ pub struct Log {
 /// a call's bound in the real-mode test, with room to spare.
 const READING_AGE_US_MAX: i64 = 3_000_000;
 
-impl Default for Log {
+impl Default for RealRecorder {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Log {
+impl RealRecorder {
     /// An empty log whose epoch (time 0 of the history) is now.
     pub fn new() -> Self {
         Self {

@@ -12,8 +12,11 @@
 //! steps its clock, `db_clock` makes the database's clock steppable and
 //! audits every row deleted, `port` is a replica's faulty, recording view
 //! of the adapters, `replica` a replica's lifecycle (start, kill, pause,
-//! stop), `run` one plan from start to history, `server` the throwaway
-//! server and runtime every command's runs share ([`RealServer`]), and
+//! stop), `staging` what of a plan real mode can apply, `strike` real mode as the target of the plan's one fault
+//! interpreter, `run` one plan from start to history, `server` the
+//! throwaway server and runtime every command's runs share
+//! ([`RealServer`]), `judge` real runs judged as the commands need them (a
+//! replay's attempts, a scenario beside its simulated run), and
 //! `server_log` what the server did on its own (bounds, cancels,
 //! rollbacks, lock waits), read back from its log.
 //!
@@ -21,11 +24,19 @@
 
 pub mod db_clock;
 pub mod gate;
+mod judge;
 pub mod log;
 pub mod port;
-pub mod replica;
+mod real_target;
+pub mod replica_lifecycle;
 pub mod run;
 mod server;
+mod server_events;
 pub mod server_log;
+mod staging;
 
+pub use judge::{
+    Attempt, Comparison, attempt_until_violated, clauses, compare_scenario, takeover_batch,
+    verdict_text,
+};
 pub use server::RealServer;

@@ -12,14 +12,14 @@ use retention_worker::{CallError, CallErrorKind, Lease, LeaseService, RecordsRep
 use retention_worker::pg::{PgLeaseService, PgRecords};
 
 use super::gate::{Gate, InFlight};
-use super::log::Log;
+use super::log::RealRecorder;
 use crate::calls::{CallFaults, CallLedger, CallTicket};
 
 /// What a port needs from the replica whose calls it makes: the replica
 /// implements it, so that the port names no replica type.
 pub trait CallingReplica: Send + Sync {
     /// The run's log.
-    fn log(&self) -> &Arc<Log>;
+    fn log(&self) -> &Arc<RealRecorder>;
     /// Numbers the replica's calls and terms.
     fn ledger(&self) -> &CallLedger;
     /// Records an event of the replica, in its current term.
@@ -44,7 +44,7 @@ pub trait CallingReplica: Send + Sync {
 /// A replica's lease service and repository: the production adapters, with
 /// faults around them and every call recorded.
 #[derive(Clone)]
-pub struct Port {
+pub struct RealPort {
     /// The replica whose calls these are.
     pub replica: Arc<dyn CallingReplica>,
     /// The freeze of the process this port belongs to.
@@ -63,7 +63,7 @@ type Exec<T> = Box<
         + Send,
 >;
 
-impl Port {
+impl RealPort {
     /// One call: its delays, refusal and lost reply as drawn, and a reply
     /// `garble`d when the draw (or the plan) corrupts it.
     async fn call<T: Send + 'static>(
@@ -156,7 +156,7 @@ fn record_grant(
     }
 }
 
-impl LeaseService for Port {
+impl LeaseService for RealPort {
     async fn acquire(&self, owner_id: &str) -> Result<Option<Lease>, CallError> {
         let owner = owner_id.to_owned();
         let exec: Exec<Option<Lease>> = Box::new(move |r, call, term, _| {
@@ -267,7 +267,7 @@ impl LeaseService for Port {
     }
 }
 
-impl RecordsRepository for Port {
+impl RecordsRepository for RealPort {
     async fn delete_batch(
         &self,
         older_than_ms: i64,

@@ -12,11 +12,14 @@ use test_support::{MeteredProxy, TempServer};
 
 use super::db_clock;
 use super::gate::InFlight;
-use super::log::{Log, wall_us};
-use super::replica::{Replica, Shared};
-use super::server_log;
-use crate::model::{Actor, Event, EventKind, FaultEvent, Flaw, History, RunSpec, WorkerUnderTest};
-use crate::plan::RunDraws;
+use super::log::{RealRecorder, wall_us};
+use super::real_target::{RealTarget, sleep_until};
+use super::replica_lifecycle::{Replica, Shared};
+use super::server_events::add_server_events;
+use super::staging::pg_options;
+pub use super::staging::{not_applied, refusal};
+use crate::model::{Actor, Event, EventKind, History, RunSpec, WorkerUnderTest};
+use crate::plan::{RunDraws, strike};
 
 /// The delay of each message between a worker and the server, either
 /// way: madsim's default network latency, which the simulator runs on.
@@ -31,78 +34,6 @@ pub struct RealRun {
     pub history: History,
     /// The database's account of the deletes.
     pub audit: db_clock::Audit,
-}
-
-/// Why real mode will not run `spec` at all, if it will not.
-pub fn refusal(spec: &RunSpec) -> Option<String> {
-    match spec.flaw {
-        Some(flaw @ Flaw::SpinWhileRenewing) => Some(format!(
-            "the flaw {flaw} busy-waits without ever awaiting: on tokio it would hold the \
-             runtime's thread, and the run, for ever (the simulator stops it as LIVE-3)"
-        )),
-        _ => None,
-    }
-}
-
-/// The parts of a plan real mode cannot apply; the run goes on without
-/// them, and says so.
-pub fn not_applied(spec: &RunSpec) -> Vec<String> {
-    let mut skipped = Vec::new();
-    for (index, event) in spec.events.iter().enumerate() {
-        let why = match event {
-            FaultEvent::ClockRate { .. } => "a clock's rate cannot be changed under tokio's timers",
-            FaultEvent::StallStandby { .. } => "the throwaway server has no standby",
-            _ => continue,
-        };
-        skipped.push(format!("events[{index}] ({}): {why}", event_name(event)));
-    }
-    if spec.db_commit_ms_max > 0 {
-        skipped.push(
-            "db_commit_ms: the throwaway server commits without waiting for a flush \
-             (fsync and synchronous_commit off)"
-                .to_owned(),
-        );
-    }
-    if spec.faults.packet_loss_permille > 0 {
-        skipped
-            .push("faults.packet_loss_permille: the proxy loses nothing (loopback TCP)".to_owned());
-    }
-    skipped
-}
-
-fn event_name(event: &FaultEvent) -> &'static str {
-    match event {
-        FaultEvent::Pause { .. } => "pause",
-        FaultEvent::Partition { .. } => "partition",
-        FaultEvent::Crash { .. } => "crash",
-        FaultEvent::Stop { .. } => "stop",
-        FaultEvent::CallFault { .. } => "call_fault",
-        FaultEvent::HoldRows { .. } => "hold_rows",
-        FaultEvent::StallStandby { .. } => "stall_standby",
-        FaultEvent::ClockStep { .. } => "clock_step",
-        FaultEvent::ClockRate { .. } => "clock_rate",
-        FaultEvent::DbClockStep { .. } => "db_clock_step",
-        FaultEvent::StopDuring { .. } => "stop_during",
-    }
-}
-
-/// The adapters' options for this plan, as the runner would set them.
-pub fn pg_options(spec: &RunSpec) -> PgOptions {
-    PgOptions {
-        lease_ttl_ms: spec.worker.lease_ttl_ms,
-        call_timeout_ms: spec.rpc_timeout_ms,
-        statement_timeout_ms: spec.statement_timeout_ms,
-        lock_timeout_ms: spec.lock_timeout_ms,
-        idle_in_transaction_timeout_ms: spec.idle_in_transaction_timeout_ms,
-        // The flaws that stand for the reviewed design run without the
-        // bound on the database's clock, as in the simulator.
-        retention_ms: if spec.flaw.is_some_and(Flaw::drops_database_bound) {
-            0
-        } else {
-            spec.worker.retention_ms
-        },
-        ..PgOptions::default()
-    }
 }
 
 /// Runs `spec` against a fresh database `name` on `server`.
@@ -123,7 +54,7 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
     let pool = server.pool(name, 6, &unbounded);
     db_clock::install(&pool).await;
     db_clock::set_delete_work(&pool, spec).await;
-    let log = Arc::new(Log::for_calls_up_to(
+    let log = Arc::new(RealRecorder::for_calls_up_to(
         spec.rpc_timeout_ms + spec.db_batch_ms_max,
     ));
     let plan = RunDraws::draw(spec);
@@ -175,19 +106,19 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
     // The timed events are spawned before the workers, so that on the
     // one thread the run takes one at 0 ms (a replica frozen from the
     // start) strikes before any worker's first step, as in the simulator.
+    let target = Arc::new(RealTarget {
+        networks: networks.clone(),
+        replicas: members.clone(),
+        pool: pool.clone(),
+        log: log.clone(),
+        config: config.clone(),
+    });
     let schedule: Vec<_> = spec
         .effective_events()
         .into_iter()
         .map(|event| {
-            let strike = Strike {
-                event,
-                networks: networks.clone(),
-                replicas: members.clone(),
-                pool: pool.clone(),
-                log: log.clone(),
-                config: config.clone(),
-            };
-            tokio::spawn(strike.run())
+            let target = target.clone();
+            tokio::spawn(async move { strike(&*target, event).await })
         })
         .collect();
     for replica in &members {
@@ -230,202 +161,6 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
     run
 }
 
-/// Adds to `history` what the server did on its own during the run, as
-/// its log tells it, each event in its place in time (the `Final` event
-/// stays last).
-async fn add_server_events(
-    server: &TempServer,
-    name: &str,
-    spec: &RunSpec,
-    pool: &Pool,
-    log: &Log,
-    history: &mut History,
-) {
-    let client = pool.get().await.expect("a connection");
-    // A statement on a connection its client abandoned runs on to its
-    // bound, and its end is logged only then: wait for every other
-    // backend of this database to be idle or gone before reading the log.
-    let settle_ms = spec
-        .statement_timeout_ms
-        .max(spec.rpc_timeout_ms)
-        .saturating_add(spec.idle_in_transaction_timeout_ms)
-        .saturating_add(1_000);
-    let busy = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                AND pid <> pg_backend_pid() AND backend_type = 'client backend' \
-                AND state IS DISTINCT FROM 'idle'";
-    let deadline = std::time::Instant::now() + Duration::from_millis(settle_ms);
-    while std::time::Instant::now() < deadline {
-        let running: i64 = client
-            .query_one(busy, &[])
-            .await
-            .expect("read pg_stat_activity")
-            .get(0);
-        if running == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let text = std::fs::read_to_string(server.log_path()).unwrap_or_default();
-    let entries = server_log::parse(&text);
-    let txns = server_log::delete_transactions(&entries);
-    let rolled_back: Vec<i64> = client
-        .query(
-            "SELECT x FROM unnest($1::bigint[]) AS t(x) WHERE txid_status(x) = 'aborted'",
-            &[&txns],
-        )
-        .await
-        .expect("ask which deletes committed")
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
-    let fin = history.events.pop().expect("the final event");
-    let found = server_log::server_events(
-        &entries,
-        name,
-        log.epoch_ms,
-        &history.events,
-        spec,
-        &rolled_back,
-    );
-    history.events.extend(found);
-    history.events.sort_by_key(|event| event.at_ms);
-    history.events.push(fin);
-}
-
-async fn sleep_until(log: &Log, at_ms: u64) {
-    let now_ms = wall_us() / 1_000 - log.epoch_ms;
-    let wait_ms = i64::try_from(at_ms).unwrap_or(i64::MAX) - now_ms;
-    // Never a zero sleep: it would yield, and an event due now must
-    // strike before the tasks queued behind it run.
-    if let Ok(wait_ms @ 1..) = u64::try_from(wait_ms) {
-        tokio::time::sleep(Duration::from_millis(wait_ms)).await;
-    }
-}
-
-/// One timed event of the plan, as it strikes.
-struct Strike {
-    event: FaultEvent,
-    /// Each replica's network to the server.
-    networks: Vec<MeteredProxy>,
-    replicas: Vec<Arc<Replica>>,
-    pool: Pool,
-    log: Arc<Log>,
-    config: retention_worker::WorkerConfig,
-}
-
-impl Strike {
-    async fn run(self) {
-        let replica = |index: u32| self.replicas[index as usize - 1].clone();
-        match self.event {
-            FaultEvent::Pause {
-                replica: index,
-                at_ms,
-                for_ms,
-            } => {
-                sleep_until(&self.log, at_ms).await;
-                // The adapters' tasks run on: what they would read or send
-                // waits in the replica's network, as in a frozen process's
-                // kernel, until the thaw.
-                let network = &self.networks[index as usize - 1];
-                network.freeze();
-                replica(index).pause(for_ms).await;
-                network.thaw();
-            }
-            FaultEvent::Partition {
-                replica: index,
-                at_ms,
-                for_ms,
-            } => {
-                sleep_until(&self.log, at_ms).await;
-                let victim = replica(index);
-                victim.record(EventKind::Partitioned { for_ms });
-                self.networks[index as usize - 1].cut(for_ms);
-                tokio::time::sleep(Duration::from_millis(for_ms)).await;
-                victim.record(EventKind::Healed);
-            }
-            FaultEvent::Crash {
-                replica: index,
-                at_ms,
-                restart_after_ms,
-            } => {
-                sleep_until(&self.log, at_ms).await;
-                let victim = replica(index);
-                let _alone = victim.lifecycle.lock().await;
-                // A dead process's sockets close after what they had sent:
-                // no COMMIT or ROLLBACK of its follows, and the server rolls
-                // back its open transaction, as the simulator's kernel does.
-                self.networks[index as usize - 1].sever();
-                victim.kill().await;
-                tokio::time::sleep(Duration::from_millis(restart_after_ms)).await;
-                victim.record_restart();
-                victim.start(self.config.clone());
-            }
-            FaultEvent::Stop {
-                replica: index,
-                at_ms,
-                callers,
-            } => {
-                sleep_until(&self.log, at_ms).await;
-                let victim = replica(index);
-                let _alone = victim.lifecycle.lock().await;
-                victim.stop(callers).await;
-            }
-            FaultEvent::ClockStep {
-                replica: index,
-                at_ms,
-                delta_ms,
-            } => {
-                sleep_until(&self.log, at_ms).await;
-                replica(index).step_clock(delta_ms);
-            }
-            FaultEvent::DbClockStep { at_ms, delta_ms } => {
-                sleep_until(&self.log, at_ms).await;
-                db_clock::step(&self.pool, &self.log, delta_ms).await;
-            }
-            FaultEvent::HoldRows {
-                at_ms,
-                for_ms,
-                rows,
-            } => {
-                sleep_until(&self.log, at_ms).await;
-                hold_rows(&self.pool, &self.log, rows, for_ms).await;
-            }
-            // Call faults strike through the replicas' draws, stops during
-            // a call through their ports; the rest cannot be applied.
-            FaultEvent::CallFault { .. }
-            | FaultEvent::StopDuring { .. }
-            | FaultEvent::ClockRate { .. }
-            | FaultEvent::StallStandby { .. } => {}
-        }
-    }
-}
-
-/// Another client locks the `rows` oldest records `FOR UPDATE` for
-/// `for_ms`, then commits.
-async fn hold_rows(pool: &Pool, log: &Log, rows: u32, for_ms: u64) {
-    let mut client = pool.get().await.expect("a connection");
-    let txn = client.transaction().await.expect("BEGIN");
-    let locked = txn
-        .query(
-            "SELECT id FROM retention_records ORDER BY created_at_ms, id LIMIT $1 FOR UPDATE",
-            &[&i64::from(rows)],
-        )
-        .await
-        .expect("lock the oldest rows")
-        .len() as u64;
-    log.record(
-        Actor::Db,
-        0,
-        EventKind::RowsHeld {
-            rows: locked,
-            for_ms,
-        },
-    );
-    tokio::time::sleep(Duration::from_millis(for_ms)).await;
-    txn.commit().await.expect("COMMIT");
-    log.record(Actor::Db, 0, EventKind::RowsFreed { rows: locked });
-}
-
 /// Inserts the plan's seeded rows (`rows_ms` from the run's start, drawn
 /// as the simulator draws them).
 async fn seed_rows(pool: &Pool, rows_ms: &[i64], epoch_ms: i64) -> u64 {
@@ -446,7 +181,7 @@ async fn seed_rows(pool: &Pool, rows_ms: &[i64], epoch_ms: i64) -> u64 {
 /// ms) it was written at, which a stepped database clock hides.
 async fn insert_arrivals(
     pool: Pool,
-    log: Arc<Log>,
+    log: Arc<RealRecorder>,
     per_sec: u32,
     until: Arc<AtomicBool>,
 ) -> BTreeMap<i64, i64> {
@@ -476,7 +211,7 @@ async fn insert_arrivals(
 async fn finish(
     spec: &RunSpec,
     pool: &Pool,
-    log: &Log,
+    log: &RealRecorder,
     skews_ms: Vec<i64>,
     initial_rows: u64,
     arrived: &BTreeMap<i64, i64>,

@@ -18,5 +18,5 @@ pub use input::{HISTORY_LIMIT_BYTES, InputError, SCENARIO_LIMIT_BYTES, read_text
 pub use scenario::{Expect, Scenario, ScenarioError, scenario_files};
 pub use scenario_report::{describe_run, scenario_report, term_footers};
 pub use svg::{MAX_PICTURE_EVENTS, swimlanes};
-pub use takeover::{Story, Takeover, bound_ms, spread, story_plan, takeover};
+pub use takeover::{Story, Takeover, TakeoverTally, bound_ms, spread, story_plan, takeover};
 pub use timeline::TIMELINE_COLUMNS;

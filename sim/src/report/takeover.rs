@@ -199,3 +199,66 @@ pub fn spread(samples_ms: &[u64]) -> Option<[u64; 4]> {
     };
     (!sorted.is_empty()).then(|| [sorted[0], at(0.5), at(0.9), sorted[sorted.len() - 1]])
 }
+
+/// What one side (the simulator, or PostgreSQL) measured for one story:
+/// takeover times and what struck when.
+#[derive(Default)]
+pub struct TakeoverTally {
+    /// Runs tallied.
+    pub runs: u64,
+    /// Runs whose fault struck replica 1 while it held the lease.
+    pub measured: u64,
+    /// Of those, runs whose fault struck during a delete.
+    pub in_delete: u64,
+    /// Of those, runs with no new term within the run.
+    pub no_takeover: u64,
+    /// Of those, runs whose new term went to replica 1 again.
+    pub same_holder: u64,
+    /// The takeover times measured, in ms.
+    pub samples_ms: Vec<u64>,
+}
+
+impl TakeoverTally {
+    /// Tallies one run's takeover.
+    pub fn add(&mut self, seen: Takeover) {
+        self.runs += 1;
+        if !seen.holder_at_fault {
+            return;
+        }
+        self.measured += 1;
+        self.in_delete += u64::from(seen.in_delete);
+        self.same_holder += u64::from(seen.same_holder && seen.after_ms.is_some());
+        match seen.after_ms {
+            Some(after_ms) => self.samples_ms.push(after_ms),
+            None => self.no_takeover += 1,
+        }
+    }
+
+    /// One line: min / median / p90 / max, and what struck when.
+    pub fn cell(&self) -> String {
+        match spread(&self.samples_ms) {
+            Some([min, median, p90, max]) => format!(
+                "{min} / {median} / {p90} / {max} ({} of {} runs{}{}{})",
+                self.samples_ms.len(),
+                self.runs,
+                if self.in_delete > 0 {
+                    format!(", {} struck in a delete", self.in_delete)
+                } else {
+                    String::new()
+                },
+                if self.same_holder > 0 {
+                    format!(", {} retaken by replica 1", self.same_holder)
+                } else {
+                    String::new()
+                },
+                if self.no_takeover > 0 {
+                    format!(", {} NEVER taken over", self.no_takeover)
+                } else {
+                    String::new()
+                }
+            ),
+            None if self.runs == 0 => "not run".to_owned(),
+            None => format!("no takeover measured ({} runs)", self.runs),
+        }
+    }
+}

@@ -1,8 +1,9 @@
 //! Looking for failures: the space of runs a search draws from (`space`),
-//! swarm plans drawn from a seed, sweeps over many seeds, shrinking a
+//! swarm plans drawn from a seed (fault events in `event_draws`), sweeps over many seeds, shrinking a
 //! failing plan (`shrink`), the property suite, and the benchmark. Uses every layer below it.
 
 mod bench;
+mod event_draws;
 mod explore;
 pub mod properties;
 mod shard;

@@ -9,14 +9,14 @@ use proptest::test_runner::{
     FileFailurePersistence, RngSeed, TestCaseError, TestError, TestRunner,
 };
 
+pub use super::event_draws::event;
 pub use super::shrink::plan_size;
 use super::shrink::{SHRINK_RUNS, shrink_with};
 use super::space::{self, fit};
 use super::swarm::strongest;
 use crate::checker::{Verdict, check};
 use crate::model::{
-    CallOutcome, FaultConfig, FaultEvent, FaultKnob, Flaw, History, OpKind, RunSpec, SpecError,
-    WorkerSpec,
+    FaultConfig, FaultEvent, FaultKnob, Flaw, History, RunSpec, SpecError, WorkerSpec,
 };
 use crate::report::format_failure;
 use crate::subject::Sim;
@@ -62,129 +62,12 @@ pub fn faults() -> impl Strategy<Value = FaultConfig> {
     })
 }
 
-fn outcome() -> impl Strategy<Value = CallOutcome> {
-    prop_oneof![
-        Just(CallOutcome::Normal),
-        Just(CallOutcome::Reject),
-        Just(CallOutcome::LoseReply),
-        Just(CallOutcome::Revoke),
-        Just(CallOutcome::Corrupt),
-    ]
-}
-
-/// A timed event for replica 1..=5 at 0..30 s; [`spec`] folds both into
-/// the run's replicas and duration, so shrinking never regenerates them.
-/// Cuts from the database are the swarm's to draw: a new arm here would
-/// move every draw of this search, whose shrunk counterexamples the tests
-/// hold to a size.
-pub fn event() -> impl Strategy<Value = FaultEvent> {
-    let replica = 1..=5u32;
-    let at = 0..30_000u64;
-    let op = prop_oneof![
-        Just(OpKind::Acquire),
-        Just(OpKind::Renew),
-        Just(OpKind::Delete),
-        Just(OpKind::Release)
-    ];
-    prop_oneof![
-        (replica.clone(), at.clone(), 100..10_000u64).prop_map(|(replica, at_ms, for_ms)| {
-            FaultEvent::Pause {
-                replica,
-                at_ms,
-                for_ms,
-            }
-        }),
-        (replica.clone(), at.clone(), 0..6_000u64).prop_map(
-            |(replica, at_ms, restart_after_ms)| {
-                FaultEvent::Crash {
-                    replica,
-                    at_ms,
-                    restart_after_ms,
-                }
-            }
-        ),
-        (replica.clone(), at.clone(), 1..=3u32).prop_map(|(replica, at_ms, callers)| {
-            FaultEvent::Stop {
-                replica,
-                at_ms,
-                callers,
-            }
-        }),
-        (replica.clone(), op.clone(), 1..=6u32, 1..=3u32).prop_map(
-            |(replica, op, nth, callers)| {
-                FaultEvent::StopDuring {
-                    replica,
-                    op,
-                    nth,
-                    callers,
-                }
-            }
-        ),
-        (replica.clone(), at.clone(), -6_000..=6_000i64).prop_map(|(replica, at_ms, delta_ms)| {
-            FaultEvent::ClockStep {
-                replica,
-                at_ms,
-                delta_ms,
-            }
-        }),
-        (replica.clone(), at.clone(), 500..=2_000u64).prop_map(
-            |(replica, at_ms, rate_permille)| FaultEvent::ClockRate {
-                replica,
-                at_ms,
-                rate_permille,
-            }
-        ),
-        (at.clone(), -6_000..=6_000i64)
-            .prop_map(|(at_ms, delta_ms)| FaultEvent::DbClockStep { at_ms, delta_ms }),
-        (at.clone(), 100..5_000u64, 1..=400u32).prop_map(|(at_ms, for_ms, rows)| {
-            FaultEvent::HoldRows {
-                at_ms,
-                for_ms,
-                rows,
-            }
-        }),
-        (replica, op, 1..=6u32, outcome(), 0..3_000u64, 0..3_000u64).prop_map(
-            |(replica, op, nth, outcome, request_delay_ms, reply_delay_ms)| {
-                // A revoke only means something for a renewal.
-                let outcome = match outcome {
-                    CallOutcome::Revoke if op != OpKind::Renew => CallOutcome::Reject,
-                    CallOutcome::Corrupt if !matches!(op, OpKind::Acquire | OpKind::Renew) => {
-                        CallOutcome::Reject
-                    }
-                    other => other,
-                };
-                FaultEvent::CallFault {
-                    replica,
-                    op,
-                    nth,
-                    outcome,
-                    request_delay_ms,
-                    reply_delay_ms,
-                }
-            }
-        ),
-    ]
-}
-
 fn fold(mut event: FaultEvent, replicas: u32, duration_ms: u64) -> FaultEvent {
-    match &mut event {
-        FaultEvent::Pause { replica, at_ms, .. }
-        | FaultEvent::Partition { replica, at_ms, .. }
-        | FaultEvent::Crash { replica, at_ms, .. }
-        | FaultEvent::Stop { replica, at_ms, .. }
-        | FaultEvent::ClockStep { replica, at_ms, .. }
-        | FaultEvent::ClockRate { replica, at_ms, .. } => {
-            *replica = (*replica - 1) % replicas + 1;
-            *at_ms %= duration_ms;
-        }
-        FaultEvent::HoldRows { at_ms, .. }
-        | FaultEvent::StallStandby { at_ms, .. }
-        | FaultEvent::DbClockStep { at_ms, .. } => {
-            *at_ms %= duration_ms;
-        }
-        FaultEvent::StopDuring { replica, .. } | FaultEvent::CallFault { replica, .. } => {
-            *replica = (*replica - 1) % replicas + 1;
-        }
+    if let Some(replica) = event.replica_mut() {
+        *replica = (*replica - 1) % replicas + 1;
+    }
+    if let Some(at_ms) = event.at_ms_mut() {
+        *at_ms %= duration_ms;
     }
     event
 }

@@ -2,12 +2,12 @@
 //! variant, and [`Sim`], which runs a world with one of them. Uses `model`
 //! and `world`.
 
-mod real;
+mod production;
 mod sim;
 mod variant;
 
 /// The seam every worker under test plugs into, in either world.
 pub use crate::model::{BoxFuture, OnTerm, SimulatedWorker};
-pub use real::RealWorker;
+pub use production::RealWorker;
 pub use sim::Sim;
 pub use variant::{MadsimRuntime, Runtime, TokioRuntime, VariantFactory, variant_worker};

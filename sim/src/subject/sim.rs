@@ -4,7 +4,7 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use super::real::RealWorker;
+use super::production::RealWorker;
 use super::variant::VariantFactory;
 use crate::model::{History, RunSpec, SpecError, WorkerUnderTest};
 use crate::world::{self, RunSlot, SpinDetected, WorkerFactory, WorkerPanicked};

@@ -13,24 +13,24 @@ use rand_chacha::ChaCha8Rng;
 
 use super::clock::SimClock;
 use super::db_node::{DbNode, DbTiming};
-use super::inject::{Replica, inject, settle_stops};
+use super::kernel::Kernel;
 use super::recorder::Recorder;
-use super::replica::{ReplicaCtx, replica_process};
+use super::replica_process::{ReplicaCtx, replica_process};
 use super::seam::WorkerFactory;
 use super::services::database;
-use super::session::Kernel;
+use super::sim_target::{Replica, SimTarget, settle_stops};
 use super::spin::{Liveness, SpinMeter};
 use crate::calls::CallLedger;
 use crate::db::{Bounds, Records};
-use crate::model::{Actor, EventKind, Flaw, Header, History, RunSpec};
-use crate::plan::{JitterSeed, ReplicaPlan, RunDraws};
+use crate::model::{Actor, EventKind, Header, History, RunSpec};
+use crate::plan::{JitterSeed, ReplicaPlan, RunDraws, strike};
 
 /// A fresh madsim runtime for `spec`: its seed, its network, and a time
 /// limit past which a run counts as stuck.
 pub fn runtime(spec: &RunSpec) -> Runtime {
     // madsim's own packet loss stays off: every message is a database
     // connection's, and TCP delays a lost packet rather than losing it
-    // (`session.rs` models that).
+    // (`kernel.rs` models that).
     let mut runtime = Runtime::with_seed_and_config(spec.seed, madsim::Config::default());
     // A run that outlives its schedule, the wait for its stops and this
     // much more is stuck: madsim stops it with a panic instead of letting
@@ -150,14 +150,8 @@ pub async fn simulate(
             lock_ms: spec.lock_timeout_ms,
             idle_in_transaction_ms: spec.idle_in_transaction_timeout_ms,
         },
-        // The runner's adapter bounds deletes by the database's clock too;
-        // the own-clock-cutoff flaw stands for the reviewed design, which
-        // had no such bound.
-        retention_ms: if spec.flaw.is_some_and(Flaw::drops_database_bound) {
-            0
-        } else {
-            spec.worker.retention_ms
-        },
+        // The runner's adapter bounds deletes by the database's clock too.
+        retention_ms: spec.database_retention_ms(),
     };
     let db = Arc::new(DbNode::new(
         spec.worker.lease_ttl_ms,
@@ -245,9 +239,13 @@ pub async fn simulate(
     });
     // Overlapping faults of one kind merged, as they take effect.
     for event in spec.effective_events() {
-        let (handle, replicas, recorder) = (handle.clone(), replicas.clone(), recorder.clone());
-        let db = db.clone();
-        faults_node.spawn(async move { inject(&handle, &replicas, &recorder, &db, event).await });
+        let target = SimTarget {
+            handle: handle.clone(),
+            replicas: replicas.clone(),
+            recorder: recorder.clone(),
+            db: db.clone(),
+        };
+        faults_node.spawn(async move { strike(&target, event).await });
     }
 
     madsim::time::sleep(Duration::from_millis(spec.duration_ms)).await;

@@ -7,15 +7,15 @@
 mod build;
 mod clock;
 mod db_node;
-mod inject;
+mod kernel;
 mod panics;
 mod pool;
 mod port;
 mod recorder;
-mod replica;
+mod replica_process;
 mod seam;
 mod services;
-mod session;
+mod sim_target;
 mod spin;
 mod wire;
 

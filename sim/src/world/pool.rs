@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use retention_worker::CallError;
 
-use super::session::{Kernel, Session};
+use super::kernel::{Kernel, Session};
 use super::wire::{Caller, ProtocolReq, RollbackReq};
 use crate::calls::{Connection, RoundTrip, Sql};
 

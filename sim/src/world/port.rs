@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use retention_worker::{CallError, CallErrorKind, Lease, LeaseService, RecordsRepository};
 
+use super::kernel::Kernel;
 use super::pool::{Lent, Pool};
-use super::session::Kernel;
 use super::spin::Liveness;
 use super::wire::{
     AcquireReq, BeginReq, Caller, CommitReq, Committed, DeleteReq, FenceReq, OnConnection,

@@ -6,7 +6,7 @@ use retention_worker::{LeaseService, RecordsRepository};
 use test_support::TempServer;
 
 use retention_sim::real::db_clock::{audit, install, step};
-use retention_sim::real::log::{Log, wall_us};
+use retention_sim::real::log::{RealRecorder, wall_us};
 use retention_worker::pg::Pool;
 
 /// The database's clock read between two readings of the wall clock:
@@ -38,7 +38,7 @@ fn a_stepped_database_clock_is_read_and_audited() {
     crate::runtime().block_on(async {
         let pool = server.database("db_clock", 2).await;
         install(&pool).await;
-        let log = Log::new();
+        let log = RealRecorder::new();
         let options = PgOptions {
             lease_ttl_ms: 60_000,
             ..PgOptions::default()

@@ -38,21 +38,6 @@ fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|entry| entry.expect("a directory entry").path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|ext| ext == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 /// The code of a file without its comments, so that docs may name layers.
 fn code_of(text: &str) -> String {
     text.lines()
@@ -82,20 +67,14 @@ fn crate_paths(code: &str) -> Vec<String> {
     found
 }
 
-/// Each layer's files: the top-level folder (or file) under `src`.
-fn files_by_layer() -> BTreeMap<String, Vec<PathBuf>> {
-    let mut files = Vec::new();
-    rust_files(&src(), &mut files);
-    let mut by_layer: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
-    for file in files {
-        let relative = file.strip_prefix(src()).expect("under src");
-        let top = relative.components().next().expect("a component");
-        let top = top
-            .as_os_str()
-            .to_string_lossy()
-            .trim_end_matches(".rs")
-            .to_owned();
-        by_layer.entry(top).or_default().push(file);
+/// Each layer's files (path under `src`, text): the top-level folder (or
+/// file) under `src`.
+fn files_by_layer() -> BTreeMap<String, Vec<(String, String)>> {
+    let mut by_layer: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for (relative, text) in crate::source_paths::rust_sources(&src(), &[]) {
+        let top = relative.split('/').next().expect("a component");
+        let top = top.trim_end_matches(".rs").to_owned();
+        by_layer.entry(top).or_default().push((relative, text));
     }
     by_layer
 }
@@ -146,15 +125,15 @@ fn layers_use_only_the_layers_before_them() {
         let Some((_, allowed)) = LAYERS.iter().find(|(name, _)| *name == layer) else {
             continue;
         };
-        for file in files {
-            let code = code_of(&std::fs::read_to_string(&file).expect("readable"));
+        for (file, text) in files {
+            let code = code_of(&text);
             for used in crate_paths(&code) {
                 if used != layer && !allowed.contains(&used.as_str()) {
-                    broken.push(format!("{}: uses crate::{used}", file.display()));
+                    broken.push(format!("sim/src/{file}: uses crate::{used}"));
                 }
             }
             if RUNTIME_FREE.contains(&layer.as_str()) && code.contains("madsim") {
-                broken.push(format!("{}: names madsim", file.display()));
+                broken.push(format!("sim/src/{file}: names madsim"));
             }
         }
     }

@@ -5,10 +5,22 @@ use std::process::Command;
 use retention_sim::model::HISTORY_FORMAT_VERSION;
 
 pub(crate) fn sim(args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_sim"))
-        .args(args)
-        .output()
-        .unwrap();
+    finished(Command::new(env!("CARGO_BIN_EXE_sim")).args(args))
+}
+
+/// `sim ARGS` run in `dir`.
+pub(crate) fn sim_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    finished(
+        Command::new(env!("CARGO_BIN_EXE_sim"))
+            .args(args)
+            .current_dir(dir),
+    )
+}
+
+/// The exit code, standard output and standard error of `command`, run to
+/// its end.
+fn finished(command: &mut Command) -> (i32, String, String) {
+    let output = command.output().unwrap();
     let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
     (
         output.status.code().unwrap(),

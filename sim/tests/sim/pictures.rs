@@ -71,50 +71,36 @@ fn a_run_picture_has_a_lane_per_actor_an_arrow_per_call_and_a_bar_per_lease() {
         .filter_map(|node| node.text())
         .collect();
     assert_eq!(lanes, ["r1", "r2", "r3", "lease", "database"]);
-    let calls = history
-        .events
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::Invoke { .. }))
-        .count();
+    let events =
+        |wanted: fn(&EventKind) -> bool| history.events.iter().filter(|e| wanted(&e.kind)).count();
+    let calls = events(|kind| matches!(kind, EventKind::Invoke { .. }));
     assert_eq!(
         count(&doc, "line", "call"),
         calls + 7,
         "one arrow per call, seven in the legend"
     );
-    let leases = history
-        .events
-        .iter()
-        .filter(|e| {
-            matches!(
-                &e.kind,
-                EventKind::Return {
-                    op: OpKind::Acquire | OpKind::Renew,
-                    outcome: Outcome::Lease(Some(_)),
-                    ..
-                }
-            )
-        })
-        .count();
+    let leases = events(|kind| {
+        matches!(
+            kind,
+            EventKind::Return {
+                op: OpKind::Acquire | OpKind::Renew,
+                outcome: Outcome::Lease(Some(_)),
+                ..
+            }
+        )
+    });
     assert_eq!(
         count(&doc, "rect", "bar"),
         leases + 1,
         "one bar per lease held, one in the legend"
     );
-    let grants = history
-        .events
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::Granted { .. }))
-        .count();
+    let grants = events(|kind| matches!(kind, EventKind::Granted { .. }));
     assert_eq!(
         count(&doc, "circle", "ok"),
         grants + 1,
         "one mark per grant, one in the legend"
     );
-    let commits = history
-        .events
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::Deleted { .. }))
-        .count();
+    let commits = events(|kind| matches!(kind, EventKind::Deleted { .. }));
     assert_eq!(count(&doc, "rect", "commit"), commits + 1);
     // Every mark outside the legend says what it stands for.
     let untitled = doc

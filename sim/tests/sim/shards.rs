@@ -7,26 +7,11 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::cli::sim;
+use crate::cli::{sim, sim_in};
 
 /// A fresh folder for one test's files.
 fn scratch(name: &str) -> PathBuf {
     test_support::private_dir(&format!("sim-{name}-")).keep()
-}
-
-/// `sim ARGS` run in `dir`.
-fn sim_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_sim"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
-    (
-        output.status.code().unwrap(),
-        text(output.stdout),
-        text(output.stderr),
-    )
 }
 
 fn read_json(path: &Path) -> Value {

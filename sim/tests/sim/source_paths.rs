@@ -20,9 +20,15 @@ pub(crate) struct Module {
 /// Every file module of a crate under `dir`, whose root is `root_file`;
 /// subfolders in `skip` are other crates.
 pub(crate) fn crate_modules(dir: &Path, root_file: &str, skip: &[&str]) -> Vec<Module> {
+    modules_from(rust_sources(dir, skip), root_file)
+}
+
+/// Every `.rs` file under `dir` (but not under the subfolders in `skip`),
+/// as its path relative to `dir` and its text, in path order.
+pub(crate) fn rust_sources(dir: &Path, skip: &[&str]) -> Vec<(String, String)> {
     let mut files = Vec::new();
     collect(dir, dir, skip, &mut files);
-    modules_from(files, root_file)
+    files
 }
 
 fn collect(root: &Path, dir: &Path, skip: &[&str], out: &mut Vec<(String, String)>) {

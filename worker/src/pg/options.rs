@@ -142,7 +142,7 @@ impl PgOptions {
                  statement + idle-in-transaction timeouts + it must stay below the lease TTL), or \
                  let the worker's role commit without the standby (ALTER ROLE ... SET \
                  synchronous_commit = local), accepting that a failover may lose the last lease \
-                 change (README: commits that wait)"
+                 change (worker/README.md: Commits that wait)"
             ));
         }
         Ok(())

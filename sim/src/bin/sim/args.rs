@@ -88,7 +88,7 @@ pub enum Command {
     Bench(BenchArgs),
     /// Measures takeover time (from a fault on the lease holder until
     /// another replica is granted) in the simulator and against a
-    /// throwaway PostgreSQL, beside the bound README's formula gives.
+    /// throwaway PostgreSQL, beside the bound worker/README.md's formula gives.
     Takeover(TakeoverArgs),
     /// Checks a recorded history (JSON lines, as `run --jsonl` or the
     /// real-mode tests write it) and prints the verdict.

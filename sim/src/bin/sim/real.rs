@@ -6,8 +6,10 @@ use crate::output::say;
 use std::path::Path;
 
 use retention_sim::model::RunSpec;
-use retention_sim::real::RealServer;
 use retention_sim::real::run::{not_applied, refusal};
+use retention_sim::real::{
+    RealServer, attempt_until_violated, clauses, compare_scenario, verdict_text,
+};
 use retention_sim::report::{excerpt, replay_command, swimlanes};
 use retention_sim::{Scenario, Sim, check};
 
@@ -36,68 +38,47 @@ pub fn replay_real(spec: &RunSpec, attempts: u32, out: &Path, force: bool) -> Re
     }
     prepare_folder(out, force)?;
     let simulated = check(&Sim::new(spec).run().map_err(|error| error.to_string())?);
-    let expected: Vec<&str> = simulated.violations.iter().map(|v| v.clause).collect();
-    say!(
-        "simulated: {}",
-        if expected.is_empty() {
-            "no violation".to_owned()
-        } else {
-            format!("violates {}", dedup(&expected).join(", "))
-        }
-    );
+    let expected = clauses(&simulated);
+    say!("simulated: {}", verdict_text(&simulated));
     say!("{EXACT}");
     say!("{APPROXIMATE}");
     for skipped in not_applied(spec) {
         say!("not applied: {skipped}");
     }
     let server = RealServer::start_installed()?;
-    for attempt in 1..=attempts {
-        let name = format!("replay_attempt_{attempt}");
-        let real = server.run(spec, &name);
-        let verdict = check(&real.history);
-        let jsonl = out.join(format!("attempt-{attempt}.jsonl"));
-        let svg = out.join(format!("attempt-{attempt}.svg"));
-        write(&jsonl, &real.history.to_jsonl())?;
-        write(&svg, &swimlanes(&real.history, &verdict))?;
-        let clauses: Vec<&str> = verdict.violations.iter().map(|v| v.clause).collect();
+    let violated = attempt_until_violated(&server, spec, attempts, |attempt| {
+        let (number, history) = (attempt.number, &attempt.run.history);
+        let jsonl = out.join(format!("attempt-{number}.jsonl"));
+        let svg = out.join(format!("attempt-{number}.svg"));
+        write(&jsonl, &history.to_jsonl())?;
+        write(&svg, &swimlanes(history, &attempt.verdict))?;
         say!(
-            "attempt {attempt} of {attempts}: {} events, {} ({})",
-            real.history.events.len(),
-            if clauses.is_empty() {
-                "no violation".to_owned()
-            } else {
-                format!("violates {}", dedup(&clauses).join(", "))
-            },
+            "attempt {number} of {attempts}: {} events, {} ({})",
+            history.events.len(),
+            verdict_text(&attempt.verdict),
             jsonl.display()
         );
-        if let Some(first) = verdict.violations.first() {
-            say!("{first}\n{}", excerpt(&real.history, &first.events));
-            say!("in the simulator: {}", replay_command(spec));
-            let same = expected.contains(&first.clause);
-            say!(
-                "confirmed against PostgreSQL: {} (attempt {attempt} of {attempts}){}",
-                dedup(&clauses).join(", "),
-                if same || expected.is_empty() {
-                    ""
-                } else {
-                    "; the simulation violated other clauses"
-                }
-            );
-            return Ok(false);
+        Ok(())
+    })?;
+    let Some(attempt) = violated else {
+        say!("not reproduced in {attempts} attempt(s)");
+        return Ok(true);
+    };
+    let first = &attempt.verdict.violations[0];
+    say!("{first}\n{}", excerpt(&attempt.run.history, &first.events));
+    say!("in the simulator: {}", replay_command(spec));
+    let same = expected.contains(&first.clause);
+    say!(
+        "confirmed against PostgreSQL: {} (attempt {} of {attempts}){}",
+        clauses(&attempt.verdict).join(", "),
+        attempt.number,
+        if same || expected.is_empty() {
+            ""
+        } else {
+            "; the simulation violated other clauses"
         }
-    }
-    say!("not reproduced in {attempts} attempt(s)");
-    Ok(true)
-}
-
-fn dedup<'a>(clauses: &[&'a str]) -> Vec<&'a str> {
-    let mut seen: Vec<&str> = Vec::new();
-    for clause in clauses {
-        if !seen.contains(clause) {
-            seen.push(clause);
-        }
-    }
-    seen
+    );
+    Ok(false)
 }
 
 /// The attempts' folder: created, or refused when it holds files already
@@ -188,20 +169,13 @@ pub fn scenarios_real(
             skipped += 1;
             continue;
         }
-        let history = Sim::new(&scenario.run)
-            .run()
-            .map_err(|error| error.to_string())?;
-        let simulated = scenario.judge(&check(&history), &history.timeline());
-        let real = server.run(&scenario.run, &format!("scenario_{index}"));
-        let verdict = check(&real.history);
+        let compared = compare_scenario(&server, &scenario, &format!("scenario_{index}"))?;
         if let Some(out) = out {
             let jsonl = out.join(format!("{}.jsonl", scenario.name));
-            write(&jsonl, &real.history.to_jsonl())?;
+            write(&jsonl, &compared.real.history.to_jsonl())?;
         }
-        let judged = scenario.judge_real(&verdict, &real.history.timeline());
-        let real_verdict = verdict_text(&verdict);
-        let unapplied = not_applied(&scenario.run);
-        match &judged {
+        let real_verdict = verdict_text(&compared.verdict);
+        match &compared.judged {
             Ok(excused) => {
                 kept += 1;
                 say!(
@@ -217,7 +191,7 @@ pub fn scenarios_real(
                 }
             }
             Err(problems) => {
-                let (label, count) = if unapplied.is_empty() {
+                let (label, count) = if compared.not_applied.is_empty() {
                     ("NOT as expected", &mut differed)
                 } else {
                     ("not staged", &mut unstaged)
@@ -226,7 +200,7 @@ pub fn scenarios_real(
                 say!(
                     "{}: {label} against PostgreSQL ({real_verdict}; simulated: {}):\n  {}",
                     scenario.name,
-                    if simulated.is_ok() {
+                    if compared.simulated.is_ok() {
                         "as expected"
                     } else {
                         "not as expected either"
@@ -235,39 +209,30 @@ pub fn scenarios_real(
                 );
             }
         }
-        if !verdict.passed() {
+        if !compared.verdict.passed() {
             say!("  in the simulator: {}", replay_command(&scenario.run));
         }
-        let timeline = real.history.timeline();
-        let missed: Vec<String> = (scenario.expect.shows.iter())
-            .filter(|text| !timeline.contains(text.as_str()))
-            .map(|text| {
-                let excused = scenario.expect.real_may_miss.contains(text);
-                let text = format!("`{}`", text.replace('|', "\\|"));
-                if excused { text + " (may miss)" } else { text }
-            })
-            .collect();
-        let simulated_verdict = verdict_text(&check(&history));
         rows.push(format!(
-            "| {} | {simulated_verdict}{} | {real_verdict}{} | {} |",
+            "| {} | {}{} | {real_verdict}{} | {} |",
             scenario.name,
-            if simulated.is_ok() {
+            verdict_text(&compared.simulated_verdict),
+            if compared.simulated.is_ok() {
                 ""
             } else {
                 " (not as expected)"
             },
-            match (&judged, unapplied.is_empty()) {
+            match (&compared.judged, compared.not_applied.is_empty()) {
                 (Ok(_), _) => "",
                 (Err(_), true) => " (not as expected)",
                 (Err(_), false) => " (not staged)",
             },
-            if missed.is_empty() {
+            if compared.missed.is_empty() {
                 "none".to_owned()
             } else {
-                missed.join(", ")
+                compared.missed.join(", ")
             }
         ));
-        for skipped_part in not_applied(&scenario.run) {
+        for skipped_part in &compared.not_applied {
             say!("  not applied: {skipped_part}");
         }
     }
@@ -282,13 +247,4 @@ pub fn scenarios_real(
         write(table, &(rows.join("\n") + "\n"))?;
     }
     Ok(differed == 0)
-}
-
-fn verdict_text(verdict: &retention_sim::Verdict) -> String {
-    let clauses: Vec<&str> = verdict.violations.iter().map(|v| v.clause).collect();
-    if clauses.is_empty() {
-        "no violation".to_owned()
-    } else {
-        format!("violates {}", dedup(&clauses).join(", "))
-    }
 }

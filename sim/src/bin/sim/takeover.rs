@@ -4,9 +4,8 @@
 
 use crate::output::say;
 use retention_sim::Sim;
-use retention_sim::real::RealServer;
-use retention_sim::real::run::run_plan;
-use retention_sim::report::{Story, Takeover, bound_ms, spread, story_plan, takeover};
+use retention_sim::real::{RealServer, takeover_batch};
+use retention_sim::report::{Story, TakeoverTally, bound_ms, spread, story_plan, takeover};
 
 use crate::args::TakeoverArgs;
 
@@ -16,64 +15,6 @@ const TOLERANCE_MS: u64 = 500;
 
 /// PostgreSQL runs in flight at once.
 const REAL_AT_ONCE: usize = 5;
-
-/// What one side measured for one story.
-#[derive(Default)]
-struct Side {
-    runs: u64,
-    /// Runs whose fault struck replica 1 while it held the lease.
-    measured: u64,
-    /// Of those, runs whose fault struck during a delete.
-    in_delete: u64,
-    /// Of those, runs with no new term within the run.
-    no_takeover: u64,
-    /// Of those, runs whose new term went to replica 1 again.
-    same_holder: u64,
-    samples_ms: Vec<u64>,
-}
-
-impl Side {
-    fn add(&mut self, seen: Takeover) {
-        self.runs += 1;
-        if !seen.holder_at_fault {
-            return;
-        }
-        self.measured += 1;
-        self.in_delete += u64::from(seen.in_delete);
-        self.same_holder += u64::from(seen.same_holder && seen.after_ms.is_some());
-        match seen.after_ms {
-            Some(after_ms) => self.samples_ms.push(after_ms),
-            None => self.no_takeover += 1,
-        }
-    }
-
-    fn cell(&self) -> String {
-        match spread(&self.samples_ms) {
-            Some([min, median, p90, max]) => format!(
-                "{min} / {median} / {p90} / {max} ({} of {} runs{}{}{})",
-                self.samples_ms.len(),
-                self.runs,
-                if self.in_delete > 0 {
-                    format!(", {} struck in a delete", self.in_delete)
-                } else {
-                    String::new()
-                },
-                if self.same_holder > 0 {
-                    format!(", {} retaken by replica 1", self.same_holder)
-                } else {
-                    String::new()
-                },
-                if self.no_takeover > 0 {
-                    format!(", {} NEVER taken over", self.no_takeover)
-                } else {
-                    String::new()
-                }
-            ),
-            None if self.runs == 0 => "not run".to_owned(),
-            None => format!("no takeover measured ({} runs)", self.runs),
-        }
-    }
-}
 
 pub fn run_takeover(args: &TakeoverArgs) -> Result<bool, String> {
     if !(1..=100_000).contains(&args.runs) {
@@ -135,8 +76,8 @@ pub fn run_takeover(args: &TakeoverArgs) -> Result<bool, String> {
     );
     let mut agree = true;
     for story in stories {
-        let mut simulated = Side::default();
-        let mut measured = Side::default();
+        let mut simulated = TakeoverTally::default();
+        let mut measured = TakeoverTally::default();
         let bound = bound_ms(&story_plan(story, args.start).0);
         for k in 0..args.runs {
             let (spec, at_ms) = story_plan(story, args.start + k);
@@ -146,26 +87,15 @@ pub fn run_takeover(args: &TakeoverArgs) -> Result<bool, String> {
         if let Some(server) = &real {
             let runs: Vec<u64> = (0..args.real_runs).collect();
             for batch in runs.chunks(REAL_AT_ONCE) {
-                // Each on a database of its own; they spend their time
-                // waiting, so a few at once barely touch each other's timing.
-                let plans: Vec<_> = (batch.iter())
-                    .map(|&k| (k, story_plan(story, args.start + k)))
-                    .collect();
-                let finished = server.block_on(futures_util::future::join_all(plans.iter().map(
-                    |(k, (spec, _))| {
-                        let name = format!("takeover_{}_{k}", story.name().replace('-', "_"));
-                        async move { run_plan(server.server(), spec, &name).await }
-                    },
-                )));
-                for ((k, (_, at_ms)), run) in plans.iter().zip(finished) {
+                for (k, at_ms, run) in takeover_batch(server, story, args.start, batch) {
                     if let Some(dir) = &args.out {
-                        let path = history_file(dir, story, *k);
+                        let path = history_file(dir, story, k);
                         crate::files::write_checked(&path, &run.history.to_jsonl(), false, |_| {
                             Ok(())
                         })
                         .map_err(|problem| format!("--out {problem}"))?;
                     }
-                    measured.add(takeover(&run.history, *at_ms));
+                    measured.add(takeover(&run.history, at_ms));
                 }
             }
         }

@@ -4,7 +4,6 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use crate::calls::{CallFaults, CallLedger, CallTicket, FaultDraws};
 use crate::model::{EventKind, SimulatedWorker, TermSummary, WorkerUnderTest, panic_message};
@@ -16,8 +15,8 @@ use retention_worker::{Dependencies, SeededJitter, Worker, WorkerConfig};
 use tokio::task::JoinHandle;
 
 use super::gate::{Gate, GatedClock, InFlight};
-use super::log::Log;
-use super::port::{CallingReplica, Port};
+use super::log::RealRecorder;
+use super::port::{CallingReplica, RealPort};
 
 /// A running process's worker, and the variant's detached tasks (none for
 /// the production worker).
@@ -33,7 +32,7 @@ pub struct Replica {
     /// The replica's number, from 1.
     pub index: u32,
     /// The run's log.
-    pub log: Arc<Log>,
+    pub log: Arc<RealRecorder>,
     /// Numbers its calls and terms.
     pub ledger: CallLedger,
     draws: FaultDraws,
@@ -66,14 +65,14 @@ pub struct Replica {
     running: Mutex<Option<Process>>,
     /// Held through a kill or stop and the restart after it, so two of them
     /// never interleave on one replica (which would leave two workers).
-    pub lifecycle: tokio::sync::Mutex<()>,
+    pub lifecycle: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// What the replicas share.
 #[derive(Clone)]
 pub struct Shared {
     /// The run's log.
-    pub log: Arc<Log>,
+    pub log: Arc<RealRecorder>,
     /// Numbers calls across replicas.
     pub next_call: Arc<AtomicU64>,
     /// Database calls in flight.
@@ -112,7 +111,7 @@ impl Replica {
             records: shared.records.clone(),
             worker: shared.worker,
             running: Mutex::new(None),
-            lifecycle: tokio::sync::Mutex::new(()),
+            lifecycle: Arc::new(tokio::sync::Mutex::new(())),
         })
     }
 
@@ -129,7 +128,7 @@ impl Replica {
         let incarnation = self.incarnations.fetch_add(1, Ordering::SeqCst);
         let jitter_seed = self.jitter.for_incarnation(incarnation);
         let gate = self.gate();
-        let port = Port {
+        let port = RealPort {
             replica: self.clone(),
             gate: gate.clone(),
         };
@@ -210,15 +209,8 @@ impl Replica {
         self.record(EventKind::Restarted);
     }
 
-    /// Freezes the process for `for_ms` (a GC pause), then thaws it.
-    pub async fn pause(&self, for_ms: u64) {
-        let gate = self.freeze(for_ms);
-        tokio::time::sleep(Duration::from_millis(for_ms)).await;
-        self.thaw(&gate);
-    }
-
-    /// The first half of [`Replica::pause`], for callers that decide when
-    /// the thaw comes; `for_ms` is what the history says it will last.
+    /// Freezes the process (a GC pause) until [`Replica::thaw`]; `for_ms` is
+    /// what the history says it will last.
     pub fn freeze(&self, for_ms: u64) -> Gate {
         let gate = self.gate();
         gate.close();
@@ -288,7 +280,7 @@ impl Replica {
 }
 
 impl CallingReplica for Replica {
-    fn log(&self) -> &Arc<Log> {
+    fn log(&self) -> &Arc<RealRecorder> {
         &self.log
     }
 

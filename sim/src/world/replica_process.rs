@@ -9,11 +9,11 @@ use madsim::task::NodeId;
 use retention_worker::{Dependencies, SeededJitter, WorkerConfig};
 
 use super::clock::SimClock;
+use super::kernel::Kernel;
 use super::panics::stop_the_run;
 use super::port::{CallingReplica, SimPort};
 use super::recorder::Recorder;
 use super::seam::WorkerFactory;
-use super::session::Kernel;
 use super::spin::{Liveness, Metered, SPIN_WINDOW_MS, SpinMeter, stop_the_spin};
 use crate::calls::{CallLedger, FaultDraws};
 use crate::model::{EventKind, OpKind, SimulatedWorker, TermSummary};
@@ -110,6 +110,31 @@ impl ReplicaCtx {
         for callers in self.stop_triggers.callers_at(op, nth) {
             self.spawn_stops(callers);
         }
+    }
+
+    /// The process is killed: no stop pending or deferred survives it, nor
+    /// its worker, and its sockets close after what they had sent.
+    pub fn die(&self) {
+        self.record(EventKind::Crashed);
+        self.alive.store(false, Ordering::Relaxed);
+        self.stops_pending.store(0, Ordering::Relaxed);
+        // A stop the starting process had not yet taken dies with it.
+        self.stops_deferred.store(0, Ordering::Relaxed);
+        self.worker.lock().expect("worker slot").take();
+        // The kernel closes a dead process's sockets after what they had
+        // sent: the database then rolls back their transactions. This comes
+        // before the node is killed, so that the calls the kill drops send
+        // nothing more (no ROLLBACK, no cancel request: a dead process sends
+        // neither).
+        self.kernel.process_died();
+    }
+
+    /// A fresh process of the replica is about to start on its node.
+    pub fn reborn(&self) {
+        self.record(EventKind::Restarted);
+        self.alive.store(true, Ordering::Relaxed);
+        self.stops_pending.store(0, Ordering::Relaxed);
+        self.worker.lock().expect("worker slot").take();
     }
 }
 
