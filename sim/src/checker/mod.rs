@@ -96,6 +96,17 @@ impl Verdict {
         self.violations.is_empty()
     }
 
+    /// The clauses violated, each once, in the order first violated.
+    pub fn clauses(&self) -> Vec<&'static str> {
+        let mut seen: Vec<&'static str> = Vec::new();
+        for violation in &self.violations {
+            if !seen.contains(&violation.clause) {
+                seen.push(violation.clause);
+            }
+        }
+        seen
+    }
+
     /// A line per clause: `ok` or the number of violations.
     pub fn summary(&self) -> String {
         let mut out = String::new();

@@ -130,20 +130,9 @@ pub fn takeover_batch(
         .collect()
 }
 
-/// The clauses `verdict` names, each once, in the order first violated.
-pub fn clauses(verdict: &Verdict) -> Vec<&'static str> {
-    let mut seen: Vec<&'static str> = Vec::new();
-    for violation in &verdict.violations {
-        if !seen.contains(&violation.clause) {
-            seen.push(violation.clause);
-        }
-    }
-    seen
-}
-
 /// "no violation", or "violates" and the clauses.
 pub fn verdict_text(verdict: &Verdict) -> String {
-    let clauses = clauses(verdict);
+    let clauses = verdict.clauses();
     if clauses.is_empty() {
         "no violation".to_owned()
     } else {

@@ -36,7 +36,6 @@ pub mod server_log;
 mod staging;
 
 pub use judge::{
-    Attempt, Comparison, attempt_until_violated, clauses, compare_scenario, takeover_batch,
-    verdict_text,
+    Attempt, Comparison, attempt_until_violated, compare_scenario, takeover_batch, verdict_text,
 };
 pub use server::RealServer;

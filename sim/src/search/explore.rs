@@ -189,20 +189,16 @@ fn record(
         };
     }
     summary.failed_runs += 1;
-    let mut clauses: Vec<&'static str> = Vec::new();
     for violation in &verdict.violations {
         summary.violations += 1;
         *summary
             .violations_by_clause
             .entry(violation.clause.to_owned())
             .or_default() += 1;
-        if !clauses.contains(&violation.clause) {
-            clauses.push(violation.clause);
-        }
     }
     summary.failures.push(FailedSeed {
         seed: spec.seed,
-        clauses,
+        clauses: verdict.clauses(),
     });
     let earlier = summary
         .first_failure

@@ -7,9 +7,7 @@ use std::path::Path;
 
 use retention_sim::model::RunSpec;
 use retention_sim::real::run::{not_applied, refusal};
-use retention_sim::real::{
-    RealServer, attempt_until_violated, clauses, compare_scenario, verdict_text,
-};
+use retention_sim::real::{RealServer, attempt_until_violated, compare_scenario, verdict_text};
 use retention_sim::report::{excerpt, replay_command, swimlanes};
 use retention_sim::{Scenario, Sim, check};
 
@@ -38,7 +36,7 @@ pub fn replay_real(spec: &RunSpec, attempts: u32, out: &Path, force: bool) -> Re
     }
     prepare_folder(out, force)?;
     let simulated = check(&Sim::new(spec).run().map_err(|error| error.to_string())?);
-    let expected = clauses(&simulated);
+    let expected = simulated.clauses();
     say!("simulated: {}", verdict_text(&simulated));
     say!("{EXACT}");
     say!("{APPROXIMATE}");
@@ -70,7 +68,7 @@ pub fn replay_real(spec: &RunSpec, attempts: u32, out: &Path, force: bool) -> Re
     let same = expected.contains(&first.clause);
     say!(
         "confirmed against PostgreSQL: {} (attempt {} of {attempts}){}",
-        clauses(&attempt.verdict).join(", "),
+        attempt.verdict.clauses().join(", "),
         attempt.number,
         if same || expected.is_empty() {
             ""
