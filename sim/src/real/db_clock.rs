@@ -1,6 +1,7 @@
 //! The real-mode database's clock, made steppable (a failover to a host
-//! whose clock differs), and an audit of every row deleted, kept by the
-//! database itself, so the test can ask it directly what went early.
+//! whose clock differs), and audits of every row deleted and every lease
+//! change, kept by the database itself: the test asks it directly what went
+//! early, and what committed though no reply said so (`unheard.rs`).
 //!
 //! Every statement of the adapters reads time through `retention_now_us()`
 //! (migration 0001); the test replaces it with the host's clock plus an
@@ -18,7 +19,7 @@ use retention_worker::pg::Pool;
 use super::log::{RealRecorder, wall_us};
 use crate::model::RunSpec;
 
-/// Installs the steppable clock and the deletion audit (after migrating).
+/// Installs the steppable clock and the audits (after migrating).
 pub async fn install(pool: &Pool) {
     pool.get()
         .await
@@ -26,24 +27,65 @@ pub async fn install(pool: &Pool) {
         .batch_execute(
             "CREATE TABLE real_mode_clock (offset_us bigint NOT NULL);
              INSERT INTO real_mode_clock VALUES (0);
+             -- A transaction's first reading is kept for it: the fence's, in
+             -- a delete, and the statement's own, in a lease change, which
+             -- the audits below record for a change whose reply was lost.
              CREATE OR REPLACE FUNCTION retention_now_us() RETURNS bigint
+                 LANGUAGE plpgsql VOLATILE AS $$
+                 DECLARE
+                     true_us bigint := floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
+                     now_us bigint := true_us + (SELECT offset_us FROM real_mode_clock);
+                 BEGIN
+                     IF coalesce(current_setting('real_mode.first_now_us', true), '') = '' THEN
+                         PERFORM set_config('real_mode.first_now_us', now_us::text, true);
+                         PERFORM set_config('real_mode.first_true_us', true_us::text, true);
+                     END IF;
+                     RETURN now_us;
+                 END $$;
+             CREATE FUNCTION real_mode_first_reading(which text) RETURNS bigint
                  LANGUAGE sql VOLATILE AS $$
-                 SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint
-                        + (SELECT offset_us FROM real_mode_clock) $$;
+                 SELECT nullif(current_setting('real_mode.first_' || which || '_us', true), '')::bigint $$;
              CREATE TABLE real_mode_deleted (
                  id bigint NOT NULL,
                  created_at_ms bigint NOT NULL,
                  deleted_clock_us bigint NOT NULL,
-                 deleted_true_us bigint NOT NULL);
+                 deleted_true_us bigint NOT NULL,
+                 txn bigint NOT NULL,
+                 client text NOT NULL,
+                 first_clock_us bigint,
+                 first_true_us bigint);
              CREATE FUNCTION real_mode_audit() RETURNS trigger LANGUAGE plpgsql AS $$
              BEGIN
                  INSERT INTO real_mode_deleted VALUES (OLD.id, OLD.created_at_ms,
                      retention_now_us(),
-                     floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint);
+                     floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint,
+                     txid_current(), current_setting('application_name'),
+                     real_mode_first_reading('now'), real_mode_first_reading('true'));
                  RETURN OLD;
              END $$;
              CREATE TRIGGER real_mode_audit AFTER DELETE ON retention_records
-                 FOR EACH ROW EXECUTE FUNCTION real_mode_audit();",
+                 FOR EACH ROW EXECUTE FUNCTION real_mode_audit();
+             CREATE TABLE real_mode_lease_changes (
+                 owner text,
+                 token bigint NOT NULL,
+                 expires_at_ms bigint NOT NULL,
+                 changed_clock_us bigint NOT NULL,
+                 changed_true_us bigint NOT NULL,
+                 txn bigint NOT NULL,
+                 client text NOT NULL,
+                 first_clock_us bigint,
+                 first_true_us bigint);
+             CREATE FUNCTION real_mode_lease_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 INSERT INTO real_mode_lease_changes VALUES (NEW.owner, NEW.token,
+                     NEW.expires_at_ms, retention_now_us(),
+                     floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint,
+                     txid_current(), current_setting('application_name'),
+                     real_mode_first_reading('now'), real_mode_first_reading('true'));
+                 RETURN NULL;
+             END $$;
+             CREATE TRIGGER real_mode_lease_audit AFTER INSERT OR UPDATE ON retention_lease
+                 FOR EACH ROW EXECUTE FUNCTION real_mode_lease_audit();",
         )
         .await
         .expect("install the steppable clock and the audit");

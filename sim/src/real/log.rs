@@ -145,12 +145,17 @@ impl RealRecorder {
     }
 
     /// The events so far, in time order (ties keep the order recorded).
-    pub fn history(&self, header: Header) -> History {
+    pub fn events(&self) -> Vec<Event> {
         let mut entries = self.entries.lock().unwrap().clone();
         entries.sort_by_key(|(at_us, _)| *at_us);
+        entries.into_iter().map(|(_, event)| event).collect()
+    }
+
+    /// The events so far as a history under `header`.
+    pub fn history(&self, header: Header) -> History {
         History {
             header,
-            events: entries.into_iter().map(|(_, event)| event).collect(),
+            events: self.events(),
         }
     }
 }

@@ -10,7 +10,8 @@
 //!
 //! Map: `log` stamps and sorts the events, `gate` freezes a process and
 //! steps its clock, `db_clock` makes the database's clock steppable and
-//! audits every row deleted, `port` is a replica's faulty, recording view
+//! audits every row deleted and every lease change, `unheard` records the
+//! effects that committed though no reply said so, `port` is a replica's faulty, recording view
 //! of the adapters, `replica` a replica's lifecycle (start, kill, pause,
 //! stop), `staging` what of a plan real mode can apply, `strike` real mode as the target of the plan's one fault
 //! interpreter, `run` one plan from start to history, `server` the
@@ -34,8 +35,10 @@ mod server;
 mod server_events;
 pub mod server_log;
 mod staging;
+mod unheard;
 
 pub use judge::{
     Attempt, Comparison, attempt_until_violated, compare_scenario, takeover_batch, verdict_text,
 };
 pub use server::RealServer;
+pub use unheard::record_unheard;

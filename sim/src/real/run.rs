@@ -15,9 +15,10 @@ use super::gate::InFlight;
 use super::log::{RealRecorder, wall_us};
 use super::real_target::{RealTarget, sleep_until};
 use super::replica_lifecycle::{Replica, Shared};
-use super::server_events::add_server_events;
+use super::server_events::{add_server_events, settle};
 use super::staging::pg_options;
 pub use super::staging::{not_applied, refusal};
+use super::unheard;
 use crate::model::{Actor, Event, EventKind, History, RunSpec, WorkerUnderTest};
 use crate::plan::{RunDraws, strike};
 
@@ -34,6 +35,9 @@ pub struct RealRun {
     pub history: History,
     /// The database's account of the deletes.
     pub audit: db_clock::Audit,
+    /// Effects that committed with no reply saying so (their adapter gave
+    /// up after `COMMIT` left), recorded from the database's audits.
+    pub unheard_effects: usize,
 }
 
 /// Runs `spec` against a fresh database `name` on `server`.
@@ -156,7 +160,16 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
     shared.in_flight.drained().await;
     arrivals_done.store(true, Ordering::SeqCst);
     let arrived = inserter.await.expect("the inserter panicked");
-    let mut run = finish(spec, &pool, &log, skews_ms, initial_rows, &arrived).await;
+    let end_ms = wall_us() / 1_000;
+    settle(spec, &pool).await;
+    let unheard_effects = unheard::record_unheard(&pool, &log).await;
+    let ending = Ending {
+        end_ms,
+        skews_ms,
+        initial_rows,
+        unheard_effects,
+    };
+    let mut run = finish(spec, &pool, &log, ending, &arrived).await;
     add_server_events(server, name, spec, &pool, &log, &mut run.history).await;
     run
 }
@@ -207,15 +220,32 @@ async fn insert_arrivals(
     written
 }
 
+/// What the end of a run needs to know of its start and its end.
+struct Ending {
+    /// When the workers were stopped and the arrivals ended (wall clock).
+    end_ms: i64,
+    /// The replicas' clock skews.
+    skews_ms: Vec<i64>,
+    /// Rows seeded before the start.
+    initial_rows: u64,
+    /// Effects recorded from the audits (`unheard.rs`).
+    unheard_effects: usize,
+}
+
 /// The history with its `Final` event, as the simulator writes it.
 async fn finish(
     spec: &RunSpec,
     pool: &Pool,
     log: &RealRecorder,
-    skews_ms: Vec<i64>,
-    initial_rows: u64,
+    ending: Ending,
     arrived: &BTreeMap<i64, i64>,
 ) -> RealRun {
+    let Ending {
+        end_ms,
+        skews_ms,
+        initial_rows,
+        unheard_effects,
+    } = ending;
     let count = |sql: &'static str, bound: Option<i64>| async move {
         let client = pool.get().await.expect("a connection");
         let row = match bound {
@@ -227,7 +257,6 @@ async fn finish(
     let rows_left = count("SELECT count(*) FROM retention_records", None).await;
     let w = &spec.worker;
     let grace_ms = w.term_interval_ms + w.term_jitter_ms_max + w.lease_ttl_ms + w.renew_interval_ms;
-    let end_ms = wall_us() / 1_000;
     let retention_ms = i64::try_from(w.retention_ms).expect("validated");
     let stale_before_ms = end_ms - retention_ms - i64::try_from(grace_ms).unwrap_or(i64::MAX);
     let stale_rows_left = count(
@@ -252,5 +281,9 @@ async fn finish(
             rows_early_by_true_time: audit.early_by_true_time,
         },
     });
-    RealRun { history, audit }
+    RealRun {
+        history,
+        audit,
+        unheard_effects,
+    }
 }

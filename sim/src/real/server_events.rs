@@ -26,29 +26,6 @@ pub(super) async fn add_server_events(
     history: &mut History,
 ) {
     let client = pool.get().await.expect("a connection");
-    // A statement on a connection its client abandoned runs on to its
-    // bound, and its end is logged only then: wait for every other
-    // backend of this database to be idle or gone before reading the log.
-    let settle_ms = spec
-        .statement_timeout_ms
-        .max(spec.rpc_timeout_ms)
-        .saturating_add(spec.idle_in_transaction_timeout_ms)
-        .saturating_add(1_000);
-    let busy = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                AND pid <> pg_backend_pid() AND backend_type = 'client backend' \
-                AND state IS DISTINCT FROM 'idle'";
-    let deadline = std::time::Instant::now() + Duration::from_millis(settle_ms);
-    while std::time::Instant::now() < deadline {
-        let running: i64 = client
-            .query_one(busy, &[])
-            .await
-            .expect("read pg_stat_activity")
-            .get(0);
-        if running == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
     let text = std::fs::read_to_string(server.log_path()).unwrap_or_default();
     let entries = server_log::parse(&text);
     let txns = server_log::delete_transactions(&entries);
@@ -74,6 +51,33 @@ pub(super) async fn add_server_events(
     history.events.extend(found);
     history.events.sort_by_key(|event| event.at_ms);
     history.events.push(fin);
+}
+
+/// Waits (bounded) for every other backend of the run's database to be
+/// idle or gone: a statement on a connection its client abandoned runs on
+/// to its bound, and commits or logs its end only then.
+pub(super) async fn settle(spec: &RunSpec, pool: &Pool) {
+    let client = pool.get().await.expect("a connection");
+    let settle_ms = spec
+        .statement_timeout_ms
+        .max(spec.rpc_timeout_ms)
+        .saturating_add(spec.idle_in_transaction_timeout_ms)
+        .saturating_add(1_000);
+    let busy = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                AND pid <> pg_backend_pid() AND backend_type = 'client backend' \
+                AND state IS DISTINCT FROM 'idle'";
+    let deadline = std::time::Instant::now() + Duration::from_millis(settle_ms);
+    while std::time::Instant::now() < deadline {
+        let running: i64 = client
+            .query_one(busy, &[])
+            .await
+            .expect("read pg_stat_activity")
+            .get(0);
+        if running == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// The server's own events in database `database`, on the history's clock

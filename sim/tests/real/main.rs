@@ -14,7 +14,8 @@
 //! history log, the steppable database clock and deletion audit, the
 //! server's own events from its log), as `sim replay --real` does;
 //! `replay.rs` drives that command; `db_clock.rs` checks that clock and
-//! audit against the server.
+//! audit against the server; `unheard.rs` makes a commit outlast its
+//! adapter's timer and checks the history still holds the effect.
 
 mod adapters;
 mod commit_wait;
@@ -27,6 +28,7 @@ mod real_mode;
 mod replay;
 mod round_trips;
 mod timed;
+mod unheard;
 
 /// Held by the tests that measure time (round trips, statements' ends
 /// within a tolerance), by those whose real runs must fall one way, and

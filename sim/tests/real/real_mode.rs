@@ -206,11 +206,13 @@ fn three_replicas_on_postgresql_keep_every_clause_under_faults() {
     let listed: Vec<String> = counts.iter().map(|(key, n)| format!("{key} {n}")).collect();
     println!(
         "real mode, seed {seed}: {}; checker: 0 violations over {} events; the database's \
-         audit: {} rows deleted, 0 early by its own clock, {} early by true time",
+         audit: {} rows deleted, 0 early by its own clock, {} early by true time; {} \
+         effect(s) committed with no reply, recorded from the audits",
         listed.join(", "),
         history.events.len(),
         real.audit.deleted,
         real.audit.early_by_true_time,
+        real.unheard_effects,
     );
     // A run that dodged the faults proves little: each must have happened.
     for fault in [
