@@ -238,6 +238,39 @@ impl FaultEvent {
         }
     }
 
+    /// A clock fault half its size, for the shrinker: a step half as
+    /// long, a rate halfway back to true time; `None` for any other
+    /// kind, or a clock fault as small as it goes.
+    pub(crate) fn halved(&self) -> Option<FaultEvent> {
+        Some(match *self {
+            FaultEvent::ClockStep {
+                replica,
+                at_ms,
+                delta_ms,
+            } if delta_ms.abs() > 1 => FaultEvent::ClockStep {
+                replica,
+                at_ms,
+                delta_ms: delta_ms / 2,
+            },
+            FaultEvent::ClockRate {
+                replica,
+                at_ms,
+                rate_permille,
+            } if rate_permille.abs_diff(1_000) > 1 => FaultEvent::ClockRate {
+                replica,
+                at_ms,
+                rate_permille: (rate_permille + 1_000) / 2,
+            },
+            FaultEvent::DbClockStep { at_ms, delta_ms } if delta_ms.abs() > 1 => {
+                FaultEvent::DbClockStep {
+                    at_ms,
+                    delta_ms: delta_ms / 2,
+                }
+            }
+            _ => return None,
+        })
+    }
+
     /// The name of its kind, as a plan file spells it (`kind = "..."`).
     pub fn kind_name(&self) -> &'static str {
         match self {

@@ -1,12 +1,13 @@
 //! What a run is, as plain data: its spec and fault plan (what each kind
 //! of fault event is, with its fields' ranges, in `faults.rs`; the spec's
 //! own ranges in `ranges.rs`), the names it is described with, and its
-//! history, and the command line's short syntax for events and knobs
-//! (`flag_text.rs`); serde and the worker's types only.
+//! history, and the command line's short syntax for events and knobs with
+//! each event's one-line description (`fault_text.rs`); serde and the
+//! worker's types only.
 
 mod fault_knobs;
+mod fault_text;
 mod faults;
-mod flag_text;
 mod history;
 mod history_rules;
 mod jsonl;
@@ -24,8 +25,8 @@ mod validate;
 mod worker_seam;
 
 pub use fault_knobs::FaultConfig;
+pub use fault_text::{EventFlag, set_fault_flag};
 pub use faults::{CallOutcome, FaultEvent};
-pub use flag_text::{EventFlag, set_fault_flag};
 pub use history::{
     Actor, Event, EventKind, Header, History, Invocation, LeaseRec, Outcome, RowRec,
 };

@@ -58,14 +58,11 @@ impl StopTriggers {
         Self(
             events
                 .iter()
-                .filter_map(|event| match event {
-                    FaultEvent::StopDuring {
-                        replica,
-                        op,
-                        nth,
-                        callers,
-                    } if *replica == index => Some((*op, *nth, *callers)),
-                    _ => None,
+                .filter(|event| event.replica() == Some(index))
+                .filter_map(|event| {
+                    // A stop aimed at a call: one with both a call and callers.
+                    let (op, nth) = event.chosen_call()?;
+                    Some((op, nth, event.callers()?))
                 })
                 .collect(),
         )

@@ -19,12 +19,26 @@ use retention_worker::pg::Pool;
 use super::log::{RealRecorder, wall_us};
 use crate::model::RunSpec;
 
+/// What both audits keep of the change beside its own columns: the
+/// database's clock and true time as it happened, its transaction and
+/// session, and the transaction's first clock reading, both ways.
+const STAMP_COLUMNS: &str = "
+                 at_clock_us bigint NOT NULL,
+                 at_true_us bigint NOT NULL,
+                 txn bigint NOT NULL,
+                 client text NOT NULL,
+                 first_clock_us bigint,
+                 first_true_us bigint";
+
+/// The values of [`STAMP_COLUMNS`], read inside the changing statement.
+const STAMP_VALUES: &str = "retention_now_us(),
+                     floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint,
+                     txid_current(), current_setting('application_name'),
+                     real_mode_first_reading('now'), real_mode_first_reading('true')";
+
 /// Installs the steppable clock and the audits (after migrating).
 pub async fn install(pool: &Pool) {
-    pool.get()
-        .await
-        .expect("a connection")
-        .batch_execute(
+    let sql = format!(
             "CREATE TABLE real_mode_clock (offset_us bigint NOT NULL);
              INSERT INTO real_mode_clock VALUES (0);
              -- A transaction's first reading is kept for it: the fence's, in
@@ -47,20 +61,11 @@ pub async fn install(pool: &Pool) {
                  SELECT nullif(current_setting('real_mode.first_' || which || '_us', true), '')::bigint $$;
              CREATE TABLE real_mode_deleted (
                  id bigint NOT NULL,
-                 created_at_ms bigint NOT NULL,
-                 deleted_clock_us bigint NOT NULL,
-                 deleted_true_us bigint NOT NULL,
-                 txn bigint NOT NULL,
-                 client text NOT NULL,
-                 first_clock_us bigint,
-                 first_true_us bigint);
+                 created_at_ms bigint NOT NULL,{STAMP_COLUMNS});
              CREATE FUNCTION real_mode_audit() RETURNS trigger LANGUAGE plpgsql AS $$
              BEGIN
                  INSERT INTO real_mode_deleted VALUES (OLD.id, OLD.created_at_ms,
-                     retention_now_us(),
-                     floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint,
-                     txid_current(), current_setting('application_name'),
-                     real_mode_first_reading('now'), real_mode_first_reading('true'));
+                     {STAMP_VALUES});
                  RETURN OLD;
              END $$;
              CREATE TRIGGER real_mode_audit AFTER DELETE ON retention_records
@@ -68,27 +73,22 @@ pub async fn install(pool: &Pool) {
              CREATE TABLE real_mode_lease_changes (
                  owner text,
                  token bigint NOT NULL,
-                 expires_at_ms bigint NOT NULL,
-                 changed_clock_us bigint NOT NULL,
-                 changed_true_us bigint NOT NULL,
-                 txn bigint NOT NULL,
-                 client text NOT NULL,
-                 first_clock_us bigint,
-                 first_true_us bigint);
+                 expires_at_ms bigint NOT NULL,{STAMP_COLUMNS});
              CREATE FUNCTION real_mode_lease_audit() RETURNS trigger LANGUAGE plpgsql AS $$
              BEGIN
                  INSERT INTO real_mode_lease_changes VALUES (NEW.owner, NEW.token,
-                     NEW.expires_at_ms, retention_now_us(),
-                     floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint,
-                     txid_current(), current_setting('application_name'),
-                     real_mode_first_reading('now'), real_mode_first_reading('true'));
+                     NEW.expires_at_ms, {STAMP_VALUES});
                  RETURN NULL;
              END $$;
              CREATE TRIGGER real_mode_lease_audit AFTER INSERT OR UPDATE ON retention_lease
-                 FOR EACH ROW EXECUTE FUNCTION real_mode_lease_audit();",
-        )
+                 FOR EACH ROW EXECUTE FUNCTION real_mode_lease_audit();"
+    );
+    pool.get()
         .await
-        .expect("install the steppable clock and the audit");
+        .expect("a connection")
+        .batch_execute(&sql)
+        .await
+        .expect("install the steppable clock and the audits");
 }
 
 /// Steps the database's clock by `delta_ms` and records it in `log`.
@@ -149,7 +149,7 @@ pub async fn audit(
         .await
         .expect("a connection")
         .query(
-            "SELECT id, created_at_ms, deleted_clock_us, deleted_true_us FROM real_mode_deleted",
+            "SELECT id, created_at_ms, at_clock_us, at_true_us FROM real_mode_deleted",
             &[],
         )
         .await

@@ -24,21 +24,22 @@
 //! [`History`]: crate::History
 
 pub mod db_clock;
-pub mod gate;
+mod gate;
 mod judge;
 pub mod log;
-pub mod port;
+mod port;
 mod real_target;
-pub mod replica_lifecycle;
-pub mod run;
+mod replica_lifecycle;
+mod run;
 mod server;
 mod server_events;
-pub mod server_log;
+mod server_log;
 mod staging;
 mod unheard;
 
 pub use judge::{
     Attempt, Comparison, attempt_until_violated, compare_scenario, takeover_batch, verdict_text,
 };
+pub use run::{RealRun, not_applied, refusal, run_plan};
 pub use server::RealServer;
 pub use unheard::record_unheard;

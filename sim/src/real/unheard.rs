@@ -70,7 +70,7 @@ async fn read_audits(pool: &Pool) -> (Vec<AuditedDelete>, Vec<AuditedLeaseChange
     let rows = client
         .query(
             "SELECT txn, client, first_clock_us, first_true_us, id, created_at_ms,
-                    deleted_clock_us, deleted_true_us
+                    at_clock_us, at_true_us
              FROM real_mode_deleted ORDER BY txn, created_at_ms, id",
             &[],
         )
@@ -99,8 +99,8 @@ async fn read_audits(pool: &Pool) -> (Vec<AuditedDelete>, Vec<AuditedLeaseChange
     let changes = client
         .query(
             "SELECT client, first_clock_us, first_true_us, owner, token, expires_at_ms,
-                    changed_true_us
-             FROM real_mode_lease_changes ORDER BY txn, changed_true_us",
+                    at_true_us
+             FROM real_mode_lease_changes ORDER BY txn, at_true_us",
             &[],
         )
         .await

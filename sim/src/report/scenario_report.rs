@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::scenario::Scenario;
 use crate::checker::Verdict;
-use crate::model::{Actor, EventKind, FaultEvent, History, Invocation, Outcome, RunSpec};
+use crate::model::{Actor, EventKind, History, Invocation, Outcome, RunSpec};
 
 /// The full report of one scenario run.
 pub fn scenario_report(scenario: &Scenario, history: &History, verdict: &Verdict) -> String {
@@ -110,83 +110,9 @@ pub fn describe_run(run: &RunSpec) -> String {
         let _ = writeln!(out, "skews     {}", skews.join(", "));
     }
     for event in &run.events {
-        let _ = writeln!(out, "event     {}", describe_event(event));
+        let _ = writeln!(out, "event     {}", event.describe());
     }
     out
-}
-
-fn describe_event(event: &FaultEvent) -> String {
-    match event {
-        FaultEvent::Pause {
-            replica,
-            at_ms,
-            for_ms,
-        } => format!("pause r{replica} at {at_ms} ms for {for_ms} ms"),
-        FaultEvent::Partition {
-            replica,
-            at_ms,
-            for_ms,
-        } => format!("cut r{replica} off from the database at {at_ms} ms for {for_ms} ms"),
-        FaultEvent::Crash {
-            replica,
-            at_ms,
-            restart_after_ms,
-        } => {
-            format!("crash r{replica} at {at_ms} ms, restart {restart_after_ms} ms later")
-        }
-        FaultEvent::Stop {
-            replica,
-            at_ms,
-            callers,
-        } => format!("stop r{replica} at {at_ms} ms ({callers} caller(s))"),
-        FaultEvent::StopDuring {
-            replica,
-            op,
-            nth,
-            callers,
-        } => {
-            format!(
-                "stop r{replica} as it issues {} #{nth} ({callers} caller(s))",
-                op.name()
-            )
-        }
-        FaultEvent::HoldRows {
-            at_ms,
-            for_ms,
-            rows,
-        } => format!("another client locks the {rows} oldest rows at {at_ms} ms for {for_ms} ms"),
-        FaultEvent::StallStandby { at_ms, for_ms } => {
-            format!("the synchronous standby stops answering at {at_ms} ms for {for_ms} ms")
-        }
-        FaultEvent::DbClockStep { at_ms, delta_ms } => {
-            format!("the database's clock stepped {delta_ms:+} ms at {at_ms} ms")
-        }
-        FaultEvent::ClockStep {
-            replica,
-            at_ms,
-            delta_ms,
-        } => format!("r{replica}'s wall clock stepped {delta_ms:+} ms at {at_ms} ms"),
-        FaultEvent::ClockRate {
-            replica,
-            at_ms,
-            rate_permille,
-        } => format!(
-            "r{replica}'s clocks run at {}.{:03}x from {at_ms} ms",
-            rate_permille / 1_000,
-            rate_permille % 1_000
-        ),
-        FaultEvent::CallFault {
-            replica,
-            op,
-            nth,
-            outcome,
-            request_delay_ms,
-            reply_delay_ms,
-        } => format!(
-            "r{replica} {} #{nth}: {outcome:?}, request +{request_delay_ms} ms, reply +{reply_delay_ms} ms",
-            op.name()
-        ),
-    }
 }
 
 #[derive(Default)]

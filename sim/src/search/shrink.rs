@@ -4,7 +4,7 @@
 //! function of its spec) and bounded by a number of runs.
 
 use crate::checker::check;
-use crate::model::{FaultEvent, FaultKnob, History, RunSpec, SpecError, WorkerSpec};
+use crate::model::{FaultKnob, History, RunSpec, SpecError, WorkerSpec};
 use crate::subject::Sim;
 
 use super::space::fit;
@@ -173,35 +173,10 @@ fn candidates(spec: &RunSpec) -> Vec<RunSpec> {
         c.events.remove(index);
         out.push(c);
     }
-    // A clock fault half its size: a step half as long, a rate halfway
-    // back to true time.
+    // Each fault half its size, where its kind says how.
     for (index, event) in spec.events.iter().enumerate() {
-        let smaller = match *event {
-            FaultEvent::ClockStep {
-                replica,
-                at_ms,
-                delta_ms,
-            } if delta_ms.abs() > 1 => FaultEvent::ClockStep {
-                replica,
-                at_ms,
-                delta_ms: delta_ms / 2,
-            },
-            FaultEvent::ClockRate {
-                replica,
-                at_ms,
-                rate_permille,
-            } if rate_permille.abs_diff(1_000) > 1 => FaultEvent::ClockRate {
-                replica,
-                at_ms,
-                rate_permille: (rate_permille + 1_000) / 2,
-            },
-            FaultEvent::DbClockStep { at_ms, delta_ms } if delta_ms.abs() > 1 => {
-                FaultEvent::DbClockStep {
-                    at_ms,
-                    delta_ms: delta_ms / 2,
-                }
-            }
-            _ => continue,
+        let Some(smaller) = event.halved() else {
+            continue;
         };
         let mut c = spec.clone();
         c.events[index] = smaller;

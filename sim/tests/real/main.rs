@@ -9,7 +9,7 @@
 //! are missing, failing with the command otherwise); `adapters.rs` tests
 //! the adapters and runner; `differential.rs` and `concurrent.rs` compare
 //! the model with the server; `real_mode.rs` runs three replicas under a
-//! seeded plan through `retention_sim::real::run::run_plan` (a replica's
+//! seeded plan through `retention_sim::real::run_plan` (a replica's
 //! lifecycle, the recording, faulty view of the adapters, the freeze, the
 //! history log, the steppable database clock and deletion audit, the
 //! server's own events from its log), as `sim replay --real` does;

@@ -4,7 +4,7 @@
 //! replica's wall clock stepped ahead and back, the database's clock
 //! stepped ahead, behind and back as at three failovers, a replica cut off from the
 //! database; then a long quiet stretch for the backlog to drain. The run is
-//! `retention_sim::real::run::run_plan`, as `sim replay --real` runs a
+//! `retention_sim::real::run_plan`, as `sim replay --real` runs a
 //! token: its history is judged by the simulator's checker, and the
 //! database is asked for its own account (its audit of every delete, the
 //! rows left). A failure prints the plan's replay token, with the commands

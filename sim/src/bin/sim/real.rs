@@ -6,8 +6,9 @@ use crate::output::say;
 use std::path::Path;
 
 use retention_sim::model::RunSpec;
-use retention_sim::real::run::{not_applied, refusal};
-use retention_sim::real::{RealServer, attempt_until_violated, compare_scenario, verdict_text};
+use retention_sim::real::{
+    RealServer, attempt_until_violated, compare_scenario, not_applied, refusal, verdict_text,
+};
 use retention_sim::report::{excerpt, replay_command, swimlanes};
 use retention_sim::{Scenario, Sim, check};
 

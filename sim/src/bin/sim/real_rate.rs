@@ -4,8 +4,7 @@
 use crate::output::{say, tell};
 use std::path::PathBuf;
 
-use retention_sim::real::RealServer;
-use retention_sim::real::run::refusal;
+use retention_sim::real::{RealServer, refusal};
 use retention_sim::{Scenario, check};
 
 /// A false failure of the whole gate the attempt counts are chosen for:

@@ -1,11 +1,92 @@
-//! The command line's short syntax for a fault event (`--pause R:AT:FOR`)
-//! and a fault knob (`--fault NAME=VALUE`), parsed here, in the library, so
-//! the fuzz tests reach the same code `sim run` does. Every error starts
-//! with the flag and quotes the text it refuses.
+//! A fault in text: the command line's short syntax for a fault event
+//! (`--pause R:AT:FOR`) and a fault knob (`--fault NAME=VALUE`), parsed
+//! here, in the library, so the fuzz tests reach the same code `sim run`
+//! does (every error starts with the flag and quotes the text it refuses);
+//! and each event in one line of words, as scenario reports print it.
 
 use super::fault_knobs::FaultConfig;
 use super::faults::FaultEvent;
 use super::names::{FaultKnob, OpKind};
+
+impl FaultEvent {
+    /// The event in one line of words, as a scenario's header prints it
+    /// (`pause r2 at 1000 ms for 2200 ms`).
+    pub fn describe(&self) -> String {
+        match self {
+            FaultEvent::Pause {
+                replica,
+                at_ms,
+                for_ms,
+            } => format!("pause r{replica} at {at_ms} ms for {for_ms} ms"),
+            FaultEvent::Partition {
+                replica,
+                at_ms,
+                for_ms,
+            } => format!("cut r{replica} off from the database at {at_ms} ms for {for_ms} ms"),
+            FaultEvent::Crash {
+                replica,
+                at_ms,
+                restart_after_ms,
+            } => {
+                format!("crash r{replica} at {at_ms} ms, restart {restart_after_ms} ms later")
+            }
+            FaultEvent::Stop {
+                replica,
+                at_ms,
+                callers,
+            } => format!("stop r{replica} at {at_ms} ms ({callers} caller(s))"),
+            FaultEvent::StopDuring {
+                replica,
+                op,
+                nth,
+                callers,
+            } => {
+                format!(
+                    "stop r{replica} as it issues {} #{nth} ({callers} caller(s))",
+                    op.name()
+                )
+            }
+            FaultEvent::HoldRows {
+                at_ms,
+                for_ms,
+                rows,
+            } => {
+                format!("another client locks the {rows} oldest rows at {at_ms} ms for {for_ms} ms")
+            }
+            FaultEvent::StallStandby { at_ms, for_ms } => {
+                format!("the synchronous standby stops answering at {at_ms} ms for {for_ms} ms")
+            }
+            FaultEvent::DbClockStep { at_ms, delta_ms } => {
+                format!("the database's clock stepped {delta_ms:+} ms at {at_ms} ms")
+            }
+            FaultEvent::ClockStep {
+                replica,
+                at_ms,
+                delta_ms,
+            } => format!("r{replica}'s wall clock stepped {delta_ms:+} ms at {at_ms} ms"),
+            FaultEvent::ClockRate {
+                replica,
+                at_ms,
+                rate_permille,
+            } => format!(
+                "r{replica}'s clocks run at {}.{:03}x from {at_ms} ms",
+                rate_permille / 1_000,
+                rate_permille % 1_000
+            ),
+            FaultEvent::CallFault {
+                replica,
+                op,
+                nth,
+                outcome,
+                request_delay_ms,
+                reply_delay_ms,
+            } => format!(
+                "r{replica} {} #{nth}: {outcome:?}, request +{request_delay_ms} ms, reply +{reply_delay_ms} ms",
+                op.name()
+            ),
+        }
+    }
+}
 
 /// A command-line flag that adds one fault event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
