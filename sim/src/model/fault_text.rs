@@ -6,7 +6,7 @@
 
 use super::fault_knobs::FaultConfig;
 use super::faults::FaultEvent;
-use super::names::{FaultKnob, OpKind};
+use super::names::{FaultKnob, Named, OpKind};
 
 impl FaultEvent {
     /// The event in one line of words, as a scenario's header prints it
@@ -142,6 +142,78 @@ impl EventFlag {
             EventFlag::DbClockStep => "--db-clock-step",
             EventFlag::Partition => "--partition",
         }
+    }
+
+    /// The flag's value as `--help` names it.
+    pub fn value_name(self) -> &'static str {
+        match self {
+            EventFlag::Pause | EventFlag::Partition => "R:AT:FOR",
+            EventFlag::Crash => "R:AT:RESTART",
+            EventFlag::Stop => "R:AT[:CALLERS]",
+            EventFlag::StopDuring => "R:OP:NTH[:CALLERS]",
+            EventFlag::HoldRows => "AT:FOR:ROWS",
+            EventFlag::StallStandby => "AT:FOR",
+            EventFlag::ClockStep => "R:AT:DELTA",
+            EventFlag::ClockRate => "R:AT:RATE",
+            EventFlag::DbClockStep => "AT:DELTA",
+        }
+    }
+
+    /// What the flag does, in one line, with its syntax.
+    pub fn help(self) -> &'static str {
+        match self {
+            EventFlag::Pause => "Pause REPLICA at AT_MS for FOR_MS: `REPLICA:AT_MS:FOR_MS`",
+            EventFlag::Crash => {
+                "Crash REPLICA at AT_MS, restart after MS: `REPLICA:AT_MS:RESTART_MS`"
+            }
+            EventFlag::Stop => {
+                "Stop REPLICA at AT_MS with CALLERS concurrent calls: `REPLICA:AT_MS[:CALLERS]`"
+            }
+            EventFlag::StopDuring => {
+                "Stop REPLICA when it issues its NTH call of OP: `REPLICA:OP:NTH[:CALLERS]`"
+            }
+            EventFlag::HoldRows => {
+                "Another database client locks the ROWS oldest rows FOR UPDATE at AT_MS for \
+                 FOR_MS (deletes skip them): `AT_MS:FOR_MS:ROWS`"
+            }
+            EventFlag::StallStandby => {
+                "The database's synchronous standby stops answering at AT_MS for FOR_MS \
+                 (commits wait, holding their locks): `AT_MS:FOR_MS`"
+            }
+            EventFlag::ClockStep => {
+                "Steps replica R's wall clock by DELTA ms (negative: back) at AT_MS; its \
+                 timers are not moved: `R:AT_MS:DELTA`"
+            }
+            EventFlag::ClockRate => {
+                "From AT_MS replica R's clocks (readings and timers) run at RATE thousandths \
+                 of true time, 100..=10000 (500: half speed): `R:AT_MS:RATE`"
+            }
+            EventFlag::DbClockStep => {
+                "Steps the database's clock by DELTA ms (negative: back) at AT_MS, as a \
+                 failover to a host whose clock differs: `AT_MS:DELTA`"
+            }
+            EventFlag::Partition => {
+                "Cuts replica R off from the database at AT_MS for FOR_MS (packets dropped \
+                 both ways; TCP delivers what was sent after the heal): `R:AT_MS:FOR_MS`"
+            }
+        }
+    }
+
+    /// What `--help` adds to [`EventFlag::help`], if anything.
+    pub fn long_help(self) -> Option<String> {
+        match self {
+            EventFlag::StopDuring => Some(format!(
+                "{}.\nOperations: {}",
+                self.help(),
+                OpKind::names().join(", ")
+            )),
+            _ => None,
+        }
+    }
+
+    /// Whether the flag's value may start with a minus (a step back).
+    pub fn takes_negative(self) -> bool {
+        matches!(self, EventFlag::ClockStep | EventFlag::DbClockStep)
     }
 
     /// The event `text` describes; its fields' ranges are the spec's to

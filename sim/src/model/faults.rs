@@ -230,6 +230,19 @@ impl FaultEvent {
         })
     }
 
+    /// How long after it strikes a fault is undone by its target (a pause
+    /// thawed, a cut healed, a crashed process restarted); `None` for a
+    /// fault that is over when its strike returns.
+    pub fn ends_after_ms(&self) -> Option<u64> {
+        match self {
+            Self::Pause { for_ms, .. } | Self::Partition { for_ms, .. } => Some(*for_ms),
+            Self::Crash {
+                restart_after_ms, ..
+            } => Some(*restart_after_ms),
+            _ => None,
+        }
+    }
+
     /// How long a process is frozen, for a pause.
     pub(crate) fn frozen_ms(&self) -> Option<u64> {
         match self {

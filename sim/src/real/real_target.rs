@@ -63,9 +63,19 @@ pub(super) fn cannot_strike(event: &FaultEvent) -> Option<&'static str> {
     }
 }
 
+/// What a lasting fault keeps in real mode until it ends.
+pub(super) enum Held {
+    /// Nothing: the fault is over, or lasts without the harness.
+    Nothing,
+    /// A paused replica's frozen gate.
+    Frozen(Gate),
+    /// A killed replica's lifecycle, held until the restart so that no
+    /// stop starts a dead process.
+    Dead(OwnedMutexGuard<()>),
+}
+
 impl FaultTarget for RealTarget {
-    type Frozen = Gate;
-    type Dead = OwnedMutexGuard<()>;
+    type Held = Held;
 
     async fn sleep_until(&self, at_ms: u64) {
         sleep_until(&self.log, at_ms).await;
@@ -75,68 +85,81 @@ impl FaultTarget for RealTarget {
         tokio::time::sleep(Duration::from_millis(for_ms)).await;
     }
 
-    async fn freeze(&self, replica: u32, for_ms: u64) -> Gate {
-        // The adapters' tasks run on: what they would read or send waits
-        // in the replica's network, as in a frozen process's kernel, until
-        // the thaw.
-        self.network(replica).freeze();
-        self.replica(replica).freeze(for_ms)
+    async fn begin(&self, event: &FaultEvent) -> Held {
+        match *event {
+            FaultEvent::Pause {
+                replica, for_ms, ..
+            } => {
+                // The adapters' tasks run on: what they would read or send
+                // waits in the replica's network, as in a frozen process's
+                // kernel, until the thaw.
+                self.network(replica).freeze();
+                return Held::Frozen(self.replica(replica).freeze(for_ms));
+            }
+            FaultEvent::Partition {
+                replica, for_ms, ..
+            } => {
+                self.replica(replica)
+                    .record(EventKind::Partitioned { for_ms });
+                self.network(replica).cut(for_ms);
+            }
+            FaultEvent::Crash { replica, .. } => {
+                let victim = self.replica(replica);
+                let dead = victim.lifecycle.clone().lock_owned().await;
+                // A dead process's sockets close after what they had sent:
+                // no COMMIT or ROLLBACK of its follows, and the server
+                // rolls back its open transaction, as the simulator's
+                // kernel does.
+                self.network(replica).sever();
+                victim.kill().await;
+                return Held::Dead(dead);
+            }
+            FaultEvent::Stop {
+                replica, callers, ..
+            } => {
+                let victim = self.replica(replica);
+                let _alone = victim.lifecycle.lock().await;
+                victim.stop(callers).await;
+            }
+            FaultEvent::ClockStep {
+                replica, delta_ms, ..
+            } => self.replica(replica).step_clock(delta_ms),
+            FaultEvent::DbClockStep { delta_ms, .. } => {
+                db_clock::step(&self.pool, &self.log, delta_ms).await;
+            }
+            FaultEvent::HoldRows { for_ms, rows, .. } => self.hold_rows(rows, for_ms).await,
+            // Not applied: `cannot_strike` says why before the run.
+            FaultEvent::ClockRate { .. } | FaultEvent::StallStandby { .. } => {}
+            FaultEvent::CallFault { .. } | FaultEvent::StopDuring { .. } => {
+                unreachable!("a fault on a chosen call strikes through the call")
+            }
+        }
+        Held::Nothing
     }
 
-    async fn thaw(&self, replica: u32, frozen: Gate) {
-        self.replica(replica).thaw(&frozen);
-        self.network(replica).thaw();
+    async fn end(&self, event: &FaultEvent, held: Held) {
+        match (event, held) {
+            (&FaultEvent::Pause { replica, .. }, Held::Frozen(frozen)) => {
+                self.replica(replica).thaw(&frozen);
+                self.network(replica).thaw();
+            }
+            // The network's cut ends on its own at the time it was given.
+            (&FaultEvent::Partition { replica, .. }, Held::Nothing) => {
+                self.replica(replica).record(EventKind::Healed);
+            }
+            (&FaultEvent::Crash { replica, .. }, Held::Dead(dead)) => {
+                let victim = self.replica(replica);
+                victim.record_restart();
+                victim.start(self.config.clone());
+                drop(dead);
+            }
+            _ => unreachable!("only a pause, a cut or a crash lasts, each with what it began"),
+        }
     }
+}
 
-    fn cut(&self, replica: u32, for_ms: u64) {
-        self.replica(replica)
-            .record(EventKind::Partitioned { for_ms });
-        self.network(replica).cut(for_ms);
-    }
-
-    fn heal(&self, replica: u32) {
-        // The network's cut ends on its own at the time it was given.
-        self.replica(replica).record(EventKind::Healed);
-    }
-
-    async fn kill(&self, replica: u32) -> OwnedMutexGuard<()> {
-        let victim = self.replica(replica);
-        // Held until the restart: no stop starts a dead process.
-        let dead = victim.lifecycle.clone().lock_owned().await;
-        // A dead process's sockets close after what they had sent: no
-        // COMMIT or ROLLBACK of its follows, and the server rolls back its
-        // open transaction, as the simulator's kernel does.
-        self.network(replica).sever();
-        victim.kill().await;
-        dead
-    }
-
-    async fn restart(&self, replica: u32, dead: OwnedMutexGuard<()>) {
-        let victim = self.replica(replica);
-        victim.record_restart();
-        victim.start(self.config.clone());
-        drop(dead);
-    }
-
-    async fn stop(&self, replica: u32, callers: u32) {
-        let victim = self.replica(replica);
-        let _alone = victim.lifecycle.lock().await;
-        victim.stop(callers).await;
-    }
-
-    fn step_clock(&self, replica: u32, delta_ms: i64) {
-        self.replica(replica).step_clock(delta_ms);
-    }
-
-    fn set_clock_rate(&self, _replica: u32, _rate_permille: u64) {
-        // Not applied: a process's clock rate is not the harness's to set
-        // (`cannot_strike` says why before the run).
-    }
-
-    async fn step_db_clock(&self, delta_ms: i64) {
-        db_clock::step(&self.pool, &self.log, delta_ms).await;
-    }
-
+impl RealTarget {
+    /// Another client locks the `rows` oldest records for `for_ms`.
     async fn hold_rows(&self, rows: u32, for_ms: u64) {
         let mut client = self.pool.get().await.expect("a connection");
         let txn = client.transaction().await.expect("BEGIN");
@@ -157,10 +180,5 @@ impl FaultTarget for RealTarget {
         txn.commit().await.expect("COMMIT");
         let freed = EventKind::RowsFreed { rows: locked };
         self.log.record(Actor::Db, 0, freed);
-    }
-
-    async fn stall_standby(&self, _for_ms: u64) {
-        // Not applied: the throwaway server has no standby (`cannot_strike`
-        // says why before the run).
     }
 }

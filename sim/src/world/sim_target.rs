@@ -13,7 +13,7 @@ use super::clock::SimClock;
 use super::db_node::DbNode;
 use super::recorder::Recorder;
 use super::replica_process::ReplicaCtx;
-use crate::model::EventKind;
+use crate::model::{EventKind, FaultEvent};
 use crate::plan::FaultTarget;
 
 /// A replica's context and its node.
@@ -39,8 +39,7 @@ impl SimTarget {
 }
 
 impl FaultTarget for SimTarget {
-    type Frozen = ();
-    type Dead = ();
+    type Held = ();
 
     async fn sleep_until(&self, at_ms: u64) {
         let wait_ms =
@@ -53,75 +52,82 @@ impl FaultTarget for SimTarget {
         madsim::time::sleep(Duration::from_millis(for_ms)).await;
     }
 
-    async fn freeze(&self, replica: u32, for_ms: u64) {
-        let replica = self.replica(replica);
-        replica.ctx.record(EventKind::Paused { for_ms });
-        self.handle.pause(replica.node.id());
+    async fn begin(&self, event: &FaultEvent) {
+        match *event {
+            FaultEvent::Pause {
+                replica, for_ms, ..
+            } => {
+                let replica = self.replica(replica);
+                replica.ctx.record(EventKind::Paused { for_ms });
+                self.handle.pause(replica.node.id());
+            }
+            FaultEvent::Partition {
+                replica, for_ms, ..
+            } => {
+                let replica = self.replica(replica);
+                replica.ctx.record(EventKind::Partitioned { for_ms });
+                replica.ctx.kernel.cut(for_ms);
+            }
+            FaultEvent::Crash { replica, .. } => {
+                let replica = self.replica(replica);
+                replica.ctx.die();
+                self.handle.kill(replica.node.id());
+            }
+            // Spawned on the replica's node: the callers run (and pause,
+            // and die) with the process they stop, and the fault task goes
+            // on.
+            FaultEvent::Stop {
+                replica, callers, ..
+            } => self.replica(replica).ctx.spawn_stops(callers),
+            FaultEvent::ClockStep {
+                replica, delta_ms, ..
+            } => {
+                let replica = self.replica(replica);
+                let (from_ms, to_ms) = replica.clock.step(delta_ms);
+                replica
+                    .ctx
+                    .record(EventKind::ClockStepped { from_ms, to_ms });
+            }
+            FaultEvent::ClockRate {
+                replica,
+                rate_permille,
+                ..
+            } => {
+                let replica = self.replica(replica);
+                let reading_ms = replica.clock.set_rate(rate_permille);
+                let kind = EventKind::ClockRateSet {
+                    rate_permille,
+                    reading_ms,
+                };
+                replica.ctx.record(kind);
+            }
+            FaultEvent::DbClockStep { delta_ms, .. } => self.db.step_clock(delta_ms),
+            FaultEvent::HoldRows { for_ms, rows, .. } => self.db.hold_rows(rows, for_ms).await,
+            FaultEvent::StallStandby { for_ms, .. } => self.db.stall_standby(for_ms).await,
+            FaultEvent::CallFault { .. } | FaultEvent::StopDuring { .. } => {
+                unreachable!("a fault on a chosen call strikes through the call")
+            }
+        }
     }
 
-    async fn thaw(&self, replica: u32, (): ()) {
-        let replica = self.replica(replica);
-        self.handle.resume(replica.node.id());
-        replica.ctx.record(EventKind::Resumed);
-    }
-
-    fn cut(&self, replica: u32, for_ms: u64) {
-        let replica = self.replica(replica);
-        replica.ctx.record(EventKind::Partitioned { for_ms });
-        replica.ctx.kernel.cut(for_ms);
-    }
-
-    fn heal(&self, replica: u32) {
-        // The kernel's cut ends on its own at the time it was given.
-        self.replica(replica).ctx.record(EventKind::Healed);
-    }
-
-    async fn kill(&self, replica: u32) {
-        let replica = self.replica(replica);
-        replica.ctx.die();
-        self.handle.kill(replica.node.id());
-    }
-
-    async fn restart(&self, replica: u32, (): ()) {
-        let replica = self.replica(replica);
-        replica.ctx.reborn();
-        self.handle.restart(replica.node.id());
-    }
-
-    async fn stop(&self, replica: u32, callers: u32) {
-        // Spawned on the replica's node: the callers run (and pause, and
-        // die) with the process they stop, and the fault task goes on.
-        self.replica(replica).ctx.spawn_stops(callers);
-    }
-
-    fn step_clock(&self, replica: u32, delta_ms: i64) {
-        let replica = self.replica(replica);
-        let (from_ms, to_ms) = replica.clock.step(delta_ms);
-        replica
-            .ctx
-            .record(EventKind::ClockStepped { from_ms, to_ms });
-    }
-
-    fn set_clock_rate(&self, replica: u32, rate_permille: u64) {
-        let replica = self.replica(replica);
-        let reading_ms = replica.clock.set_rate(rate_permille);
-        let kind = EventKind::ClockRateSet {
-            rate_permille,
-            reading_ms,
-        };
-        replica.ctx.record(kind);
-    }
-
-    async fn step_db_clock(&self, delta_ms: i64) {
-        self.db.step_clock(delta_ms);
-    }
-
-    async fn hold_rows(&self, rows: u32, for_ms: u64) {
-        self.db.hold_rows(rows, for_ms).await;
-    }
-
-    async fn stall_standby(&self, for_ms: u64) {
-        self.db.stall_standby(for_ms).await;
+    async fn end(&self, event: &FaultEvent, (): ()) {
+        match *event {
+            FaultEvent::Pause { replica, .. } => {
+                let replica = self.replica(replica);
+                self.handle.resume(replica.node.id());
+                replica.ctx.record(EventKind::Resumed);
+            }
+            // The kernel's cut ends on its own at the time it was given.
+            FaultEvent::Partition { replica, .. } => {
+                self.replica(replica).ctx.record(EventKind::Healed);
+            }
+            FaultEvent::Crash { replica, .. } => {
+                let replica = self.replica(replica);
+                replica.ctx.reborn();
+                self.handle.restart(replica.node.id());
+            }
+            _ => unreachable!("only a pause, a cut or a crash lasts"),
+        }
     }
 }
 

@@ -4,7 +4,9 @@
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use retention_sim::RunSpec;
-use retention_sim::model::{EventFlag, FaultKnob, Flaw, Named, OpKind, set_fault_flag};
+use retention_sim::model::{FaultKnob, Flaw, Named, set_fault_flag};
+
+use crate::event_flags::EventFlagTexts;
 use retention_sim::search::{Shard, swarm};
 use retention_sim::sweep::DEFAULT_SHRINK_MAX;
 
@@ -165,44 +167,10 @@ pub struct RunArgs {
     /// A fault knob, NAME=VALUE (`--help` lists the names).
     #[arg(long = "fault", value_name = "NAME=VALUE", long_help = fault_help())]
     pub faults: Vec<String>,
-    /// Pause REPLICA at AT_MS for FOR_MS: `REPLICA:AT_MS:FOR_MS`.
-    #[arg(long, value_name = "R:AT:FOR")]
-    pub pause: Vec<String>,
-    /// Crash REPLICA at AT_MS, restart after MS: `REPLICA:AT_MS:RESTART_MS`.
-    #[arg(long, value_name = "R:AT:RESTART")]
-    pub crash: Vec<String>,
-    /// Stop REPLICA at AT_MS with CALLERS concurrent calls: `REPLICA:AT_MS[:CALLERS]`.
-    #[arg(long, value_name = "R:AT[:CALLERS]")]
-    pub stop: Vec<String>,
-    /// Stop REPLICA when it issues its NTH call of OP: `REPLICA:OP:NTH[:CALLERS]`.
-    #[arg(long, value_name = "R:OP:NTH[:CALLERS]", long_help = stop_during_help())]
-    pub stop_during: Vec<String>,
-    /// Another database client locks the ROWS oldest rows FOR UPDATE at
-    /// AT_MS for FOR_MS (deletes skip them): `AT_MS:FOR_MS:ROWS`.
-    #[arg(long, value_name = "AT:FOR:ROWS")]
-    pub hold_rows: Vec<String>,
-    /// The database's synchronous standby stops answering at AT_MS for
-    /// FOR_MS (commits wait, holding their locks): `AT_MS:FOR_MS`.
-    #[arg(long, value_name = "AT:FOR")]
-    pub stall_standby: Vec<String>,
-    /// Steps replica R's wall clock by DELTA ms (negative: back) at AT_MS;
-    /// its timers are not moved: `R:AT_MS:DELTA`.
-    #[arg(long, value_name = "R:AT:DELTA", allow_hyphen_values = true)]
-    pub clock_step: Vec<String>,
-    /// From AT_MS replica R's clocks (readings and timers) run at RATE
-    /// thousandths of true time, 100..=10000 (500: half speed):
-    /// `R:AT_MS:RATE`.
-    #[arg(long, value_name = "R:AT:RATE")]
-    pub clock_rate: Vec<String>,
-    /// Steps the database's clock by DELTA ms (negative: back) at AT_MS, as
-    /// a failover to a host whose clock differs: `AT_MS:DELTA`.
-    #[arg(long, value_name = "AT:DELTA", allow_hyphen_values = true)]
-    pub db_clock_step: Vec<String>,
-    /// Cuts replica R off from the database at AT_MS for FOR_MS (packets
-    /// dropped both ways; TCP delivers what was sent after the heal):
-    /// `R:AT_MS:FOR_MS`.
-    #[arg(long, value_name = "R:AT:FOR")]
-    pub partition: Vec<String>,
+    /// One flag per kind of fault event (`--pause R:AT:FOR`, ...), from
+    /// the library's list.
+    #[command(flatten)]
+    pub events: EventFlagTexts,
     /// Each commit that wrote something takes MIN..=MAX ms to be durable
     /// (flush and synchronous standby): `MIN:MAX` (default 0:0).
     #[arg(long, value_name = "MIN:MAX")]
@@ -359,13 +327,6 @@ fn fault_help() -> String {
     )
 }
 
-fn stop_during_help() -> String {
-    format!(
-        "Stop REPLICA when it issues its NTH call of OP: `REPLICA:OP:NTH[:CALLERS]`.\nOperations: {}",
-        OpKind::names().join(", ")
-    )
-}
-
 pub fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
     let mut spec = if args.swarm {
         swarm(args.seed, args.replicas)
@@ -404,18 +365,7 @@ pub fn build_spec(args: &RunArgs) -> Result<RunSpec, String> {
     // order below, so an invalid event can be named by its flag.
     let drawn = spec.events.len();
     let mut flagged = Vec::new();
-    for (flag, texts) in EventFlag::ALL.into_iter().zip([
-        &args.pause,
-        &args.crash,
-        &args.stop,
-        &args.stop_during,
-        &args.hold_rows,
-        &args.stall_standby,
-        &args.clock_step,
-        &args.clock_rate,
-        &args.db_clock_step,
-        &args.partition,
-    ]) {
+    for (flag, texts) in args.events.iter() {
         for text in texts {
             spec.events.push(flag.parse(text)?);
             flagged.push(format!("{} {text}", flag.flag()));

@@ -15,6 +15,7 @@
 mod args;
 mod check;
 mod commands;
+mod event_flags;
 mod files;
 mod interrupt;
 mod merge;
