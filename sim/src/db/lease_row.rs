@@ -249,16 +249,7 @@ impl Database {
             }
             Kind::Fence { txn, .. } => {
                 let reason = format!("{why}: its transaction aborted");
-                emit(
-                    out,
-                    now_ms,
-                    Effect::Done {
-                        id,
-                        answer: Err(Refusal::Cut(reason)),
-                    },
-                );
-                self.abort_txn(txn, now_ms, out);
-                self.statement_ended(txn, now_ms, out);
+                self.cut_with_txn(id, txn, reason, now_ms, out);
             }
             Kind::Delete { .. } | Kind::Commit { .. } => {
                 unreachable!("only the row's lockers wait")

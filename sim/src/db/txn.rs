@@ -260,14 +260,22 @@ impl Database {
             unreachable!("only deletes work");
         };
         let reason = format!("{why}: the delete is cancelled, its transaction aborted");
-        emit(
-            out,
-            now_ms,
-            Effect::Done {
-                id,
-                answer: Err(Refusal::Cut(reason)),
-            },
-        );
+        self.cut_with_txn(id, txn, reason, now_ms, out);
+    }
+
+    /// Statement `id` of `txn` fails with `reason`, and its transaction is
+    /// aborted with it: PostgreSQL ends a transaction whose statement was
+    /// cut, so its locks go at once.
+    pub(super) fn cut_with_txn(
+        &mut self,
+        id: StatementId,
+        txn: TxnId,
+        reason: String,
+        now_ms: i64,
+        out: &mut Vec<Timed>,
+    ) {
+        let answer = Err(Refusal::Cut(reason));
+        emit(out, now_ms, Effect::Done { id, answer });
         self.abort_txn(txn, now_ms, out);
         self.statement_ended(txn, now_ms, out);
     }

@@ -140,16 +140,27 @@ pub(super) fn called(kind: &EventKind) -> Option<u64> {
     use EventKind as K;
     match kind {
         K::Return { call, .. }
-        | K::Granted { call, .. }
-        | K::Refused { call, .. }
-        | K::Revoked { call, .. }
-        | K::Released { call, .. }
-        | K::Deleted { call, .. }
-        | K::Fenced { call, .. }
         | K::LockWait { call, .. }
         | K::RolledBack { call, .. }
         | K::Aborted { call, .. } => Some(*call),
-        _ => None,
+        _ => kind.effect_call(),
+    }
+}
+
+impl EventKind {
+    /// The call whose effect this event records (a grant, a refusal, a
+    /// revocation, a release, a delete or a fence), if it records one.
+    pub fn effect_call(&self) -> Option<u64> {
+        use EventKind as K;
+        match self {
+            K::Granted { call, .. }
+            | K::Refused { call, .. }
+            | K::Revoked { call, .. }
+            | K::Released { call, .. }
+            | K::Deleted { call, .. }
+            | K::Fenced { call, .. } => Some(*call),
+            _ => None,
+        }
     }
 }
 

@@ -157,7 +157,7 @@ named! {
 named! {
     /// Mistakes a worker's author makes: the review's five findings, then
     /// the project's own catalogue. The variant worker carries exactly one
-    /// of them (`subject::VariantFactory`).
+    /// of them (`WorkerUnderTest::Variant`).
     pub enum Flaw ("flaw") {
         /// Renewals on an interval timer: they overlap, a late reply
         /// overwrites a newer lease, and a rejected renewal goes unobserved

@@ -27,7 +27,10 @@ pub struct RunSpec {
     pub boundary_rows: u32,
     /// New rows written every second during the run.
     pub arrivals_per_sec: u32,
-    /// How long a client waits for any reply before it reports a timeout.
+    /// How long a client waits for any reply before it reports a timeout:
+    /// the adapters' `call_timeout_ms` (`PgOptions`), which real mode sets
+    /// from it and the simulated ports hold each call to. Plans, scenario
+    /// files and tokens keep the name `rpc_timeout_ms`.
     pub rpc_timeout_ms: u64,
     /// The database's `statement_timeout`, as the adapters set it on every
     /// connection: a statement (a lock wait included) running longer fails.

@@ -284,7 +284,7 @@ struct Calls(Vec<Call>);
 
 impl Calls {
     fn of(events: &[Event]) -> Self {
-        let answered: BTreeSet<u64> = events.iter().filter_map(|e| effect_call(&e.kind)).collect();
+        let answered: BTreeSet<u64> = events.iter().filter_map(|e| e.kind.effect_call()).collect();
         Self(
             events
                 .iter()
@@ -330,19 +330,6 @@ impl Calls {
                 )
             });
         self.0.remove(index)
-    }
-}
-
-/// The call an effect event records, if `kind` is one.
-fn effect_call(kind: &EventKind) -> Option<u64> {
-    match kind {
-        EventKind::Granted { call, .. }
-        | EventKind::Refused { call, .. }
-        | EventKind::Revoked { call, .. }
-        | EventKind::Released { call, .. }
-        | EventKind::Deleted { call, .. }
-        | EventKind::Fenced { call, .. } => Some(*call),
-        _ => None,
     }
 }
 

@@ -8,6 +8,5 @@ mod variant;
 
 /// The seam every worker under test plugs into, in either world.
 pub use crate::model::{BoxFuture, OnTerm, SimulatedWorker};
-pub use production::RealWorker;
 pub use sim::Sim;
-pub use variant::{MadsimRuntime, Runtime, TokioRuntime, VariantFactory, variant_worker};
+pub use variant::{MadsimRuntime, Runtime, TokioRuntime, variant_worker};

@@ -1,4 +1,5 @@
-//! The production worker, unchanged, as a simulated replica's worker.
+//! The production worker, unchanged, as a simulated replica's worker, and
+//! the factory that builds it or the variant for each replica.
 
 use std::sync::Arc;
 
@@ -6,20 +7,28 @@ use retention_worker::{
     Clock, LeaseService, RecordsRepository, SeededJitter, Worker, WorkerConfig,
 };
 
+use super::variant::{MadsimRuntime, variant_worker};
+use crate::model::WorkerUnderTest;
 use crate::world::{BoxFuture, OnTerm, SimDeps, SimulatedWorker, WorkerFactory};
 
-/// Builds the production worker for every replica.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RealWorker;
-
-impl WorkerFactory for RealWorker {
+/// The worker a plan names, built afresh for each replica process on the
+/// simulator's clock and ports: what [`super::Sim`] runs unless given a
+/// factory of its own.
+impl WorkerFactory for WorkerUnderTest {
     fn build(
         &self,
         owner: String,
         config: WorkerConfig,
         deps: SimDeps,
     ) -> Arc<dyn SimulatedWorker> {
-        Arc::new(Worker::new(owner, config, deps).expect("the spec validated this config"))
+        match *self {
+            WorkerUnderTest::Production => {
+                Arc::new(Worker::new(owner, config, deps).expect("the spec validated this config"))
+            }
+            WorkerUnderTest::Variant { flaw } => {
+                variant_worker(flaw, owner, config, deps, MadsimRuntime)
+            }
+        }
     }
 }
 

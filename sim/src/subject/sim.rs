@@ -4,8 +4,6 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use super::production::RealWorker;
-use super::variant::VariantFactory;
 use crate::model::{History, RunSpec, SpecError, WorkerUnderTest};
 use crate::world::{self, RunSlot, SpinDetected, WorkerFactory, WorkerPanicked};
 
@@ -85,9 +83,6 @@ impl<'a> Sim<'a> {
         if let Some(factory) = &self.factory {
             return factory.clone();
         }
-        match WorkerUnderTest::of(self.spec) {
-            WorkerUnderTest::Production => Arc::new(RealWorker),
-            WorkerUnderTest::Variant { flaw } => Arc::new(VariantFactory { flaw }),
-        }
+        Arc::new(WorkerUnderTest::of(self.spec))
     }
 }

@@ -196,7 +196,7 @@ pub async fn simulate(
             kernel,
             ledger: CallLedger::new(index, next_call.clone()),
             draws,
-            rpc_timeout_ms: spec.rpc_timeout_ms,
+            call_timeout_ms: spec.rpc_timeout_ms,
             stop_triggers: stops,
             worker: Mutex::new(None),
             node: Mutex::new(None),

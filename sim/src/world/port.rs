@@ -32,7 +32,7 @@ pub(crate) trait CallingReplica: Liveness {
     /// Its network stack: its connections to the database.
     fn kernel(&self) -> &Arc<Kernel>;
     /// How long a call waits for its reply.
-    fn rpc_timeout_ms(&self) -> u64;
+    fn call_timeout_ms(&self) -> u64;
     /// Records an event of the replica, in its current term.
     fn record(&self, kind: EventKind);
     /// The replica issued its `nth` call of `op`: the plan's stops during
@@ -82,7 +82,7 @@ impl SimPort {
             session: 0,
             seq: 0,
         };
-        let timeout = Duration::from_millis(ctx.rpc_timeout_ms());
+        let timeout = Duration::from_millis(ctx.call_timeout_ms());
         // On a timeout the exchange is dropped, and its connection with it:
         // `Lent` then cancels what runs there and closes it.
         let result = madsim::time::timeout(timeout, exchange(caller, faults))
@@ -90,7 +90,7 @@ impl SimPort {
             .unwrap_or_else(|_| {
                 Err(CallError::ambiguous(format!(
                     "no reply within {} ms",
-                    ctx.rpc_timeout_ms()
+                    ctx.call_timeout_ms()
                 )))
             });
         ctx.record(ticket.returned(Outcome::of(&result, outcome)));

@@ -27,7 +27,7 @@ pub(crate) struct ReplicaCtx {
     pub kernel: Arc<Kernel>,
     pub ledger: CallLedger,
     pub draws: FaultDraws,
-    pub rpc_timeout_ms: u64,
+    pub call_timeout_ms: u64,
     /// (op, nth call, callers): stop the replica when that call is issued.
     pub stop_triggers: StopTriggers,
     pub worker: Mutex<Option<Arc<dyn SimulatedWorker>>>,
@@ -155,8 +155,8 @@ impl CallingReplica for ReplicaCtx {
         &self.kernel
     }
 
-    fn rpc_timeout_ms(&self) -> u64 {
-        self.rpc_timeout_ms
+    fn call_timeout_ms(&self) -> u64 {
+        self.call_timeout_ms
     }
 
     fn record(&self, kind: EventKind) {

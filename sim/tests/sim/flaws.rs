@@ -5,11 +5,10 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use retention_sim::model::Flaw;
+use retention_sim::model::{Flaw, WorkerUnderTest};
 use retention_sim::report::replay_token;
 use retention_sim::search::properties::{plan_size, search, search_flaw};
 use retention_sim::search::swarm;
-use retention_sim::subject::VariantFactory;
 use retention_sim::{RunSpec, Sim, check};
 
 /// How many swarm seeds a flaw may take to show up. The rarest, a null
@@ -44,7 +43,7 @@ fn violated(spec: &RunSpec) -> BTreeSet<&'static str> {
 
 #[test]
 fn the_flawless_variant_keeps_every_clause() {
-    let flawless = Arc::new(VariantFactory { flaw: None });
+    let flawless = Arc::new(WorkerUnderTest::Variant { flaw: None });
     if let Err(counterexample) = search(flawless, 300) {
         panic!(
             "the variant without a flaw broke the contract:\n{}",

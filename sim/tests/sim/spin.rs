@@ -10,7 +10,7 @@ use retention_sim::model::{EventKind, FaultEvent, History, RunSpec};
 use retention_sim::world::{
     BoxFuture, OnTerm, SPIN_STEPS_MAX, SimDeps, SimulatedWorker, WorkerFactory,
 };
-use retention_sim::{Sim, check, format_failure};
+use retention_sim::{Sim, Verdict, check, format_failure};
 use retention_worker::{Clock, SeededJitter, WorkerConfig};
 
 /// How each kind of spinning worker loops.
@@ -157,13 +157,7 @@ fn each_kind_of_spin_ends_the_run_as_live_3_and_nothing_else() {
         };
         assert_eq!(steps, SPIN_STEPS_MAX + 1, "{name}: stopped at the bound");
         assert!(history.is_complete(), "{name}: a spin ends the run");
-        let verdict = check(&history);
-        let clauses: Vec<&str> = verdict.violations.iter().map(|v| v.clause).collect();
-        assert_eq!(clauses, ["LIVE-3"], "{name}: {verdict:?}");
-        // The history survives its own format, and `sim check` would
-        // judge it whole.
-        let again = History::from_jsonl(&history.to_jsonl()).expect("valid history");
-        assert_eq!(check(&again), verdict);
+        let verdict = judged_as(&history, "LIVE-3", name);
         let spec = RunSpec {
             seed: 3,
             ..RunSpec::default()
@@ -175,6 +169,17 @@ fn each_kind_of_spin_ends_the_run_as_live_3_and_nothing_else() {
         );
         assert!(report.contains("replay"), "{report}");
     }
+}
+
+/// `history` breaks `clause` and no other; it survives its own format and
+/// is judged the same after it, as `sim check` would judge it.
+fn judged_as(history: &History, clause: &str, name: &str) -> Verdict {
+    let verdict = check(history);
+    let clauses: Vec<&str> = verdict.violations.iter().map(|v| v.clause).collect();
+    assert_eq!(clauses, [clause], "{name}: {verdict:?}");
+    let again = History::from_jsonl(&history.to_jsonl()).expect("valid history");
+    assert_eq!(check(&again), verdict, "{name}: judged again");
+    verdict
 }
 
 #[test]
@@ -205,11 +210,7 @@ fn a_worker_that_panics_ends_the_run_as_live_4_with_its_message_and_place() {
         );
         assert_eq!(last.at_ms, at_ms, "{name}: stopped when it panicked");
         assert!(history.is_complete(), "{name}: a panic ends the run");
-        let verdict = check(&history);
-        let clauses: Vec<&str> = verdict.violations.iter().map(|v| v.clause).collect();
-        assert_eq!(clauses, ["LIVE-4"], "{name}: {verdict:?}");
-        let again = History::from_jsonl(&history.to_jsonl()).expect("valid history");
-        assert_eq!(check(&again), verdict);
+        let verdict = judged_as(&history, "LIVE-4", name);
         let report = format_failure(&RunSpec::default(), &history, &verdict);
         assert!(
             report.contains("LIVE-4") && report.contains("PANICKED"),

@@ -12,9 +12,7 @@ async fn null_acquire_ends_the_term_without_renew_delete_or_release() {
         .backend
         .with_tables(|leases, _| leases.acquire("other", 0));
     assert!(other.is_some());
-    let worker = world.worker("r1", config());
-
-    let report = worker.run().await.unwrap();
+    let report = world.term("r1", config()).await;
 
     assert_eq!(report.end, TermEnd::NotAcquired);
     assert_eq!(report.release, ReleaseOutcome::NotOwed);
@@ -39,9 +37,7 @@ async fn null_acquire_ends_the_term_without_renew_delete_or_release() {
 async fn failed_acquire_is_reported_and_calls_nothing_else() {
     let world = World::new(500, 0);
     world.script("r1", Op::Acquire, 1, fail(Outcome::Reject));
-    let worker = world.worker("r1", config());
-
-    let report = worker.run().await.unwrap();
+    let report = world.term("r1", config()).await;
 
     match report.end {
         TermEnd::AcquireFailed(error) => assert_eq!(error.kind, CallErrorKind::Rejected),
@@ -61,9 +57,7 @@ async fn an_ambiguous_acquire_is_not_treated_as_ownership() {
     // not know its token, so it must not delete, renew or release.
     let world = World::new(500, 0);
     world.script("r1", Op::Acquire, 1, fail(Outcome::LoseReply));
-    let worker = world.worker("r1", config());
-
-    let report = worker.run().await.unwrap();
+    let report = world.term("r1", config()).await;
 
     assert!(matches!(report.end, TermEnd::AcquireFailed(_)));
     assert_eq!(of(&world.log(), "r1").len(), 2);
@@ -78,9 +72,7 @@ async fn an_ambiguous_acquire_is_not_treated_as_ownership() {
 async fn deletion_begins_only_after_the_acquire_reply() {
     let world = World::new(300, 0);
     world.latency(Op::Acquire, 40);
-    let worker = world.worker("r1", config());
-
-    let report = worker.run().await.unwrap();
+    let report = world.term("r1", config()).await;
 
     assert_eq!(report.end, TermEnd::Completed);
     let log = world.log();

@@ -4,15 +4,13 @@
 use retention_worker::TermEnd;
 
 use crate::harness::{Op, World, config};
-use crate::history::deletes;
+use crate::history::{delete_limits, deletes};
 
 #[tokio::test(start_paused = true)]
 async fn one_cutoff_serves_every_batch_of_a_long_term() {
     let world = World::new(3_000, 0);
     world.latency(Op::Delete, 900);
-    let worker = world.worker("r1", config());
-
-    let report = worker.run().await.unwrap();
+    let report = world.term("r1", config()).await;
 
     let sent: Vec<i64> = deletes(&world.log(), "r1")
         .iter()
@@ -31,17 +29,11 @@ async fn one_cutoff_serves_every_batch_of_a_long_term() {
 #[tokio::test(start_paused = true)]
 async fn a_backlog_is_capped_at_one_thousand_rows_in_five_batches() {
     let world = World::new(5_000, 0);
-    let worker = world.worker("r1", config());
-
-    let report = worker.run().await.unwrap();
+    let report = world.term("r1", config()).await;
 
     assert_eq!(report.end, TermEnd::Capped);
     assert_eq!((report.rows_deleted, report.batches), (1_000, 5));
-    let limits: Vec<u32> = deletes(&world.log(), "r1")
-        .iter()
-        .map(|d| d.limit)
-        .collect();
-    assert_eq!(limits, vec![200; 5]);
+    assert_eq!(delete_limits(&world.log(), "r1"), vec![200; 5]);
     assert_eq!(world.rows_left(), 4_000);
 }
 
@@ -50,15 +42,12 @@ async fn the_last_batch_asks_only_for_the_remaining_allowance() {
     let world = World::new(5_000, 0);
     let mut config = config();
     config.term_row_cap = 900;
-    let worker = world.worker("r1", config);
+    let report = world.term("r1", config).await;
 
-    let report = worker.run().await.unwrap();
-
-    let limits: Vec<u32> = deletes(&world.log(), "r1")
-        .iter()
-        .map(|d| d.limit)
-        .collect();
-    assert_eq!(limits, vec![200, 200, 200, 200, 100]);
+    assert_eq!(
+        delete_limits(&world.log(), "r1"),
+        vec![200, 200, 200, 200, 100]
+    );
     assert_eq!((report.end, report.rows_deleted), (TermEnd::Capped, 900));
 }
 
@@ -66,9 +55,7 @@ async fn the_last_batch_asks_only_for_the_remaining_allowance() {
 async fn the_first_short_batch_completes_the_term() {
     // Rows newer than the cutoff are never eligible: 437 old, 300 recent.
     let world = World::new(437, 300);
-    let worker = world.worker("r1", config());
-
-    let report = worker.run().await.unwrap();
+    let report = world.term("r1", config()).await;
 
     assert_eq!(report.end, TermEnd::Completed);
     assert_eq!((report.rows_deleted, report.batches), (437, 3));
@@ -82,9 +69,7 @@ async fn the_first_short_batch_completes_the_term() {
 #[tokio::test(start_paused = true)]
 async fn an_empty_first_batch_completes_the_term() {
     let world = World::new(0, 50);
-    let worker = world.worker("r1", config());
-
-    let report = worker.run().await.unwrap();
+    let report = world.term("r1", config()).await;
 
     assert_eq!(
         (report.end, report.rows_deleted, report.batches),

@@ -13,9 +13,7 @@ async fn deletes_pause_near_expiry_until_a_late_renewal_lands() {
     world.script("r1", Op::Renew, 1, delay(1_900, 0));
     let mut config = config();
     config.batch_size = 100;
-    let worker = world.worker("r1", config);
-
-    let report = worker.run().await.unwrap();
+    let report = world.term("r1", config).await;
 
     assert_eq!(report.end, TermEnd::Capped);
     let log = world.log();

@@ -12,9 +12,7 @@ async fn every_delete_carries_the_newest_token() {
     let world = World::new(3_000, 0);
     world.latency(Op::Delete, 350);
     world.latency(Op::Renew, 120);
-    let worker = world.worker("r1", config());
-
-    let report = worker.run().await.unwrap();
+    let report = world.term("r1", config()).await;
 
     assert_eq!(report.end, TermEnd::Capped);
     let log = world.log();
@@ -67,9 +65,7 @@ async fn a_delete_that_raced_its_own_renewal_is_retried_with_the_new_token() {
     let world = World::new(3_000, 0);
     world.latency(Op::Delete, 300);
     world.script("r1", Op::Renew, 1, delay(0, 500));
-    let worker = world.worker("r1", config());
-
-    let report = worker.run().await.unwrap();
+    let report = world.term("r1", config()).await;
 
     assert_eq!(report.end, TermEnd::Capped);
     assert_eq!(report.rows_deleted, 1_000);

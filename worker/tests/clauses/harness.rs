@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use retention_worker::memory::{InMemoryBackend, RecordTable};
 use retention_worker::{
-    CallError, Clock, Dependencies, Lease, LeaseService, RecordsRepository, Worker, WorkerConfig,
+    CallError, Clock, Dependencies, Lease, LeaseService, RecordsRepository, TermReport, Worker,
+    WorkerConfig,
 };
 use tokio::time::Instant;
 
@@ -191,6 +192,12 @@ impl World {
 
     pub fn worker(self: &Arc<Self>, owner: &str, config: WorkerConfig) -> Arc<TestWorker> {
         self.skewed_worker(owner, config, 0)
+    }
+
+    /// One term of a fresh worker for `owner`, run to its end.
+    pub async fn term(self: &Arc<Self>, owner: &str, config: WorkerConfig) -> TermReport {
+        let worker = self.worker(owner, config);
+        worker.run().await.expect("the term ran")
     }
 
     pub fn skewed_worker(

@@ -27,6 +27,11 @@ pub fn deletes(log: &[Event], owner: &str) -> Vec<DeleteArgs> {
         .collect()
 }
 
+/// The row limit of every delete `owner` issued, in order.
+pub fn delete_limits(log: &[Event], owner: &str) -> Vec<u32> {
+    deletes(log, owner).iter().map(|d| d.limit).collect()
+}
+
 /// The lease a renew or release call carried.
 pub fn lease_arg(event: &Event) -> Lease {
     match &event.what {

@@ -11,9 +11,7 @@ use crate::history::{calls, granted, lease_arg};
 async fn release_uses_the_latest_renewed_lease() {
     let world = World::new(3_000, 0);
     world.latency(Op::Delete, 700);
-    let worker = world.worker("r1", config());
-
-    let report = worker.run().await.unwrap();
+    let report = world.term("r1", config()).await;
 
     assert_eq!(report.end, TermEnd::Capped);
     let log = world.log();
@@ -53,9 +51,7 @@ fn release_is_compare_and_set_and_never_frees_a_successor() {
 async fn a_delete_failure_still_releases() {
     let world = World::new(3_000, 0);
     world.script("r1", Op::Delete, 2, fail(Outcome::Reject));
-    let worker = world.worker("r1", config());
-
-    let report = worker.run().await.unwrap();
+    let report = world.term("r1", config()).await;
 
     assert!(matches!(report.end, TermEnd::DeleteFailed(_)));
     assert_eq!((report.rows_deleted, report.batches), (200, 1));
@@ -67,9 +63,7 @@ async fn a_delete_failure_still_releases() {
 async fn a_completed_term_releases_and_a_failed_release_is_reported() {
     let world = World::new(100, 0);
     world.script("r1", Op::Release, 1, fail(Outcome::Reject));
-    let worker = world.worker("r1", config());
-
-    let report = worker.run().await.unwrap();
+    let report = world.term("r1", config()).await;
 
     assert_eq!(report.end, TermEnd::Completed);
     assert!(matches!(report.release, ReleaseOutcome::Failed(_)));

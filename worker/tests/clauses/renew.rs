@@ -23,9 +23,7 @@ async fn slow_renewals_never_overlap() {
     let config = long_term(&world);
     world.script("r1", Op::Renew, 1, delay(1_500, 0));
     world.script("r1", Op::Renew, 2, delay(1_500, 0));
-    let worker = world.worker("r1", config);
-
-    let report = worker.run().await.unwrap();
+    let report = world.term("r1", config).await;
 
     assert_eq!(report.end, TermEnd::Capped);
     let log = world.log();
@@ -43,9 +41,7 @@ async fn slow_renewals_never_overlap() {
 async fn each_renewal_sends_the_latest_lease_and_replaces_it() {
     let world = World::new(2_000, 0);
     let config = long_term(&world);
-    let worker = world.worker("r1", config);
-
-    let report = worker.run().await.unwrap();
+    let report = world.term("r1", config).await;
 
     let log = world.log();
     let leases = granted(&log, "r1");
@@ -77,9 +73,7 @@ async fn a_null_renewal_stops_deletes_and_renewals_and_owes_no_release() {
     let world = World::new(2_000, 0);
     world.latency(Op::Delete, 400);
     world.script("r1", Op::Renew, 1, fail(Outcome::Null));
-    let worker = world.worker("r1", config());
-
-    let report = worker.run().await.unwrap();
+    let report = world.term("r1", config()).await;
 
     assert_eq!(report.end, TermEnd::LeadershipLost(LossCause::NullRenewal));
     assert_eq!(report.release, ReleaseOutcome::NotOwed);
@@ -107,9 +101,7 @@ async fn a_failed_renewal_is_a_loss_that_still_releases() {
     let world = World::new(2_000, 0);
     world.latency(Op::Delete, 400);
     world.script("r1", Op::Renew, 1, fail(Outcome::Reject));
-    let worker = world.worker("r1", config());
-
-    let report = worker.run().await.unwrap();
+    let report = world.term("r1", config()).await;
 
     match &report.end {
         TermEnd::LeadershipLost(LossCause::RenewalFailed(error)) => {
@@ -133,9 +125,7 @@ async fn a_renewal_unanswered_at_expiry_is_a_loss_but_is_still_awaited() {
     let world = World::new(2_000, 0);
     let config = long_term(&world);
     world.script("r1", Op::Renew, 1, delay(5_000, 0));
-    let worker = world.worker("r1", config);
-
-    let report = worker.run().await.unwrap();
+    let report = world.term("r1", config).await;
 
     assert_eq!(
         report.end,

@@ -30,9 +30,7 @@ pub(super) fn beliefs(
                     history.timeline_line(seq)
                 );
                 canvas.rect((x0, y, x1 - x0, 12.0), "bar", Some(&title));
-                if x1 - x0 > 18.0 {
-                    canvas.text(x0 + 2.0, y + 9.5, "small", &format!("#{token}"));
-                }
+                canvas.label_inside((x0, x1), y + 9.5, 18.0, &format!("#{token}"));
             }
         };
     for (seq, event) in history.events.iter().enumerate() {

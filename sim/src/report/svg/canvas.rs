@@ -72,6 +72,15 @@ impl Canvas {
         );
     }
 
+    /// Small text inside the bar from `x0` to `x1`, at its left edge, when
+    /// the bar is wider than `min_width`: a narrower one would be hidden by
+    /// its own label.
+    pub fn label_inside(&mut self, (x0, x1): (f64, f64), y: f64, min_width: f64, text: &str) {
+        if x1 - x0 > min_width {
+            self.text(x0 + 2.0, y, "small", text);
+        }
+    }
+
     /// A rectangle; `title`, when given, is its tooltip.
     pub fn rect(&mut self, (x, y, w, h): (f64, f64, f64, f64), class: &str, title: Option<&str>) {
         let _ = write!(

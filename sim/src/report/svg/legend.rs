@@ -34,22 +34,18 @@ pub fn draw(canvas: &mut Canvas, y: f64) {
     let mut x = 12.0;
     canvas.text(x, y + 12.0, "key", "marks:");
     x += 44.0;
-    canvas.rect((x, y + 3.0, 22.0, 10.0), "bar", None);
-    canvas.text(
-        x + 26.0,
-        y + 12.0,
-        "small",
+    swatch(
+        canvas,
+        (x, y),
+        "bar",
         "lease a replica believes it holds (#token)",
     );
     x += 220.0;
-    canvas.rect((x, y + 3.0, 22.0, 10.0), "pause", None);
-    canvas.text(x + 26.0, y + 12.0, "small", "paused");
+    swatch(canvas, (x, y), "pause", "paused");
     x += 70.0;
-    canvas.rect((x, y + 3.0, 22.0, 10.0), "crash", None);
-    canvas.text(x + 26.0, y + 12.0, "small", "crashed");
+    swatch(canvas, (x, y), "crash", "crashed");
     x += 74.0;
-    canvas.rect((x, y + 3.0, 22.0, 10.0), "cut", None);
-    canvas.text(x + 26.0, y + 12.0, "small", "cut off");
+    swatch(canvas, (x, y), "cut", "cut off");
     x += 72.0;
     canvas.path(&format!("M{},{}l-4,-6h8z", x + 4.0, y + 11.0), "stop", None);
     canvas.text(x + 12.0, y + 12.0, "small", "stop() called / resolved");
@@ -57,14 +53,12 @@ pub fn draw(canvas: &mut Canvas, y: f64) {
     canvas.circle((x + 4.0, y + 8.0), 3.5, "ok", None);
     canvas.text(x + 12.0, y + 12.0, "small", "grant");
     x += 50.0;
-    canvas.rect((x, y + 3.0, 22.0, 10.0), "commit", None);
-    canvas.text(x + 26.0, y + 12.0, "small", "delete, fence to commit");
+    swatch(canvas, (x, y), "commit", "delete, fence to commit");
     x += 140.0;
     canvas.line((x, y + 8.0), (x + 22.0, y + 8.0), "wait", None, None);
     canvas.text(x + 26.0, y + 12.0, "small", "waits for the lease row");
     x += 140.0;
-    canvas.rect((x, y + 3.0, 22.0, 10.0), "held", None);
-    canvas.text(x + 26.0, y + 12.0, "small", "rows held by another client");
+    swatch(canvas, (x, y), "held", "rows held by another client");
     let y = y + 22.0;
     let mut x = 56.0;
     canvas.rect((x, y + 5.0, 22.0, 6.0), "life", None);
@@ -98,8 +92,7 @@ pub fn draw(canvas: &mut Canvas, y: f64) {
         "a term's end, with how it ended",
     );
     x += 170.0;
-    canvas.rect((x, y + 3.0, 22.0, 10.0), "uncommitted", None);
-    canvas.text(x + 26.0, y + 12.0, "small", "a delete rolled back");
+    swatch(canvas, (x, y), "uncommitted", "a delete rolled back");
     x += 120.0;
     super::markers::clock_mark(canvas, (x + 6.0, y - 6.0), "", None);
     canvas.text(
@@ -126,4 +119,10 @@ pub fn draw(canvas: &mut Canvas, y: f64) {
          hover a mark for its timeline line",
     );
     canvas.close_group();
+}
+
+/// A box of `class` with `label` to its right, on the row at `y`.
+fn swatch(canvas: &mut Canvas, (x, y): (f64, f64), class: &str, label: &str) {
+    canvas.rect((x, y + 3.0, 22.0, 10.0), class, None);
+    canvas.text(x + 26.0, y + 12.0, "small", label);
 }

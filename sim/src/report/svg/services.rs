@@ -97,9 +97,7 @@ pub fn draw(
                 } else {
                     rows.len().to_string()
                 };
-                if x - x0 > 16.0 {
-                    canvas.text(x0 + 2.0, y + 35.5, "small", &label);
-                }
+                canvas.label_inside((x0, x), y + 35.5, 16.0, &label);
             }
             EventKind::Fenced { token, .. } => {
                 cross(canvas, (x, y + 32.0), "fenced", &title);
@@ -111,14 +109,8 @@ pub fn draw(
                 if let Some(&from) = invoked_at.get(call) {
                     let x0 = scale.x(from);
                     canvas.rect((x0, y + 40.0, x - x0, 10.0), "uncommitted", Some(&title));
-                    if x - x0 > 60.0 {
-                        canvas.text(
-                            x0 + 2.0,
-                            y + 48.0,
-                            "small",
-                            &format!("rolled back, {rows} rows kept"),
-                        );
-                    }
+                    let label = format!("rolled back, {rows} rows kept");
+                    canvas.label_inside((x0, x), y + 48.0, 60.0, &label);
                 }
                 cross(canvas, (x, y + 45.0), "refused", &title);
             }
@@ -175,14 +167,8 @@ fn lease_lives(canvas: &mut Canvas, history: &History, scale: &Scale, lease_y: f
             history.timeline_line(seq)
         );
         canvas.rect((x0, lease_y + 40.0, x1 - x0, 6.0), "life", Some(&title));
-        if x1 - x0 > 40.0 {
-            canvas.text(
-                x0 + 2.0,
-                lease_y + 54.0,
-                "small",
-                &format!("#{token} {owner}"),
-            );
-        }
+        let label = format!("#{token} {owner}");
+        canvas.label_inside((x0, x1), lease_y + 54.0, 40.0, &label);
     };
     for (seq, event) in history.events.iter().enumerate() {
         if event.actor != Actor::Lease {

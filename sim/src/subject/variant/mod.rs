@@ -25,25 +25,7 @@ use self::renew::Cell;
 pub use self::runtime::{MadsimRuntime, Runtime, TokioRuntime};
 use self::shape::{Flags, Variant};
 use crate::model::{Flaw, LossRec, ReleaseRec, TermEndRec, TermSummary};
-use crate::world::{BoxFuture, OnTerm, SimDeps, SimulatedWorker, WorkerFactory};
-
-/// Builds the TypeScript-shaped variant workers carrying `flaw` (or none).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct VariantFactory {
-    /// The one flaw, if any.
-    pub flaw: Option<Flaw>,
-}
-
-impl WorkerFactory for VariantFactory {
-    fn build(
-        &self,
-        owner: String,
-        config: WorkerConfig,
-        deps: SimDeps,
-    ) -> Arc<dyn SimulatedWorker> {
-        variant_worker(self.flaw, owner, config, deps, MadsimRuntime)
-    }
-}
+use crate::world::{BoxFuture, OnTerm, SimulatedWorker};
 
 /// The variant carrying `flaw` (or none) for `owner`, on `deps` and
 /// `runtime`'s timers and tasks.
