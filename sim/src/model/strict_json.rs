@@ -18,7 +18,11 @@ pub fn refuse_duplicate_keys(text: &str) -> Result<(), String> {
             let message = message
                 .rsplit_once(" at line ")
                 .map_or(message.as_str(), |(message, _)| message);
-            Err(format!("column {}: {message}", error.column()))
+            // A token is one line; a summary is many.
+            match error.line() {
+                1 => Err(format!("column {}: {message}", error.column())),
+                line => Err(format!("line {line}, column {}: {message}", error.column())),
+            }
         }
         _ => Ok(()),
     }

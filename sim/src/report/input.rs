@@ -23,6 +23,17 @@ pub struct InputError {
 
 /// The file's text, if it is at most `limit_bytes` of UTF-8.
 pub fn read_text(path: &Path, limit_bytes: u64) -> Result<String, InputError> {
+    read(path, limit_bytes, false)
+}
+
+/// As [`read_text`], for a file whose writer may have been stopped mid-write
+/// (`check --partial`): a character cut at the very end is dropped, as the
+/// cut line it ends will be. Bytes that are not UTF-8 elsewhere are refused.
+pub fn read_text_cut_short(path: &Path, limit_bytes: u64) -> Result<String, InputError> {
+    read(path, limit_bytes, true)
+}
+
+fn read(path: &Path, limit_bytes: u64, cut_short: bool) -> Result<String, InputError> {
     let file = std::fs::File::open(path).map_err(|error| InputError {
         line: None,
         problem: error.to_string(),
@@ -39,6 +50,13 @@ pub fn read_text(path: &Path, limit_bytes: u64) -> Result<String, InputError> {
             line: None,
             problem: format!("larger than the {limit_bytes}-byte limit for this kind of file"),
         });
+    }
+    if cut_short
+        && let Err(error) = std::str::from_utf8(&bytes)
+        && error.error_len().is_none()
+    {
+        // The text ends inside a character: what is left of it goes.
+        bytes.truncate(error.valid_up_to());
     }
     String::from_utf8(bytes).map_err(|error| {
         let at = error.utf8_error().valid_up_to();

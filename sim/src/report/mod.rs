@@ -14,7 +14,9 @@ mod timeline;
 mod toml_location;
 
 pub use failure::{excerpt, format_failure, parse_token, replay_command, replay_token};
-pub use input::{HISTORY_LIMIT_BYTES, InputError, SCENARIO_LIMIT_BYTES, read_text};
+pub use input::{
+    HISTORY_LIMIT_BYTES, InputError, SCENARIO_LIMIT_BYTES, read_text, read_text_cut_short,
+};
 pub use scenario::{Expect, Scenario, ScenarioError, scenario_files};
 pub use scenario_report::{describe_run, scenario_report, term_footers};
 pub use svg::{MAX_PICTURE_EVENTS, swimlanes};

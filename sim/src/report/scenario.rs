@@ -209,6 +209,17 @@ impl Scenario {
             ));
         }
         let expect = &self.expect;
+        for (field, texts) in [
+            ("expect.shows", &expect.shows),
+            ("expect.real_may_miss", &expect.real_may_miss),
+        ] {
+            if let Some(index) = (1..texts.len()).find(|&at| texts[..at].contains(&texts[at])) {
+                return Err((
+                    format!("{field}[{index}]"),
+                    format!("{:?} is listed twice", texts[index]),
+                ));
+            }
+        }
         if let Some(index) = (expect.real_may_miss.iter()).position(|t| !expect.shows.contains(t)) {
             return Err((
                 format!("expect.real_may_miss[{index}]"),

@@ -61,6 +61,9 @@ pub struct ExploreSummary {
     /// the shard was run to its end, so the runs are exactly the shard's
     /// seeds below `start + visited`.
     pub visited: u64,
+    /// The threads the sweep ran on: `jobs`, or fewer when the system
+    /// would not start more.
+    pub jobs_run: usize,
 }
 
 /// One failing run of a sweep: its seed and the clauses it violated.
@@ -133,38 +136,50 @@ pub fn explore_until(
     progress: impl Fn(Progress) + Sync,
 ) -> ExploreSummary {
     let started = Instant::now();
-    let next = AtomicU64::new(0);
+    // This shard's seeds taken so far: the k-th is at `nth_index(k)`.
+    let taken = AtomicU64::new(0);
     let summary = Mutex::new(ExploreSummary::default());
+    let work = || {
+        loop {
+            // Checked before an index is taken, so every index taken is
+            // run: the visited seeds stay one unbroken prefix.
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let k = taken.fetch_add(1, Ordering::Relaxed);
+            let Some(index) = config.shard.nth_index(k).filter(|&i| i < config.seeds) else {
+                return;
+            };
+            let spec = spec_for(config, config.start.wrapping_add(index));
+            let history = Sim::new(&spec).run().expect("explore builds valid specs");
+            let verdict = check(&history);
+            let end_ms = history.events.last().map_or(0, |e| e.at_ms);
+            let reached = coverage(&history);
+            let at = record(&summary, &spec, &verdict, end_ms, reached);
+            progress(at);
+        }
+    };
+    let mut jobs_run = 0;
     std::thread::scope(|scope| {
         for _ in 0..config.jobs.max(1) {
-            scope.spawn(|| {
-                loop {
-                    // Checked before an index is taken, so every index taken
-                    // is run: the visited seeds stay one unbroken prefix.
-                    if stop.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    if index >= config.seeds {
-                        return;
-                    }
-                    if !config.shard.contains(index) {
-                        continue;
-                    }
-                    let spec = spec_for(config, config.start.wrapping_add(index));
-                    let history = Sim::new(&spec).run().expect("explore builds valid specs");
-                    let verdict = check(&history);
-                    let end_ms = history.events.last().map_or(0, |e| e.at_ms);
-                    let reached = coverage(&history);
-                    let at = record(&summary, &spec, &verdict, end_ms, reached);
-                    progress(at);
-                }
-            });
+            // A system short of threads (or of address space for their
+            // stacks) runs the sweep on those it gave, said in the summary.
+            match std::thread::Builder::new().spawn_scoped(scope, work) {
+                Ok(_) => jobs_run += 1,
+                Err(_) => break,
+            }
+        }
+        if jobs_run == 0 {
+            work();
+            jobs_run = 1;
         }
     });
     let mut summary = summary.into_inner().expect("no panic while summing");
     summary.wall_secs = started.elapsed().as_secs_f64();
-    summary.visited = next.into_inner().min(config.seeds);
+    summary.jobs_run = jobs_run;
+    // Every seed of the shard below the first not taken was run.
+    let first_not_taken = config.shard.nth_index(taken.into_inner());
+    summary.visited = first_not_taken.map_or(config.seeds, |index| index.min(config.seeds));
     summary.failures.sort_by_key(|failure| failure.seed);
     summary
 }

@@ -50,6 +50,13 @@ impl Shard {
         }
     }
 
+    /// The index (from the range's start) of this shard's `k`-th seed,
+    /// from 0; none past 2^64 - 1. A sweep steps through its own seeds
+    /// this way, so one shard of many costs what it runs, not the range.
+    pub fn nth_index(self, k: u64) -> Option<u64> {
+        k.checked_mul(self.count)?.checked_add(self.index - 1)
+    }
+
     /// This shard's seed indices among the first `visited` of the range,
     /// lowest first.
     pub fn indices(self, visited: u64) -> impl Iterator<Item = u64> {

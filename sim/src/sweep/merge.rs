@@ -2,28 +2,36 @@
 //! summaries of different builds or sweeps and overlapping shards, naming
 //! the field, and says which shards none holds.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::RangeInclusive;
 use std::path::Path;
 
 use super::summary::Summary;
 
-/// The summary of every shard in `parts`, and the shards none holds.
-pub fn merge(parts: &[(&Path, Summary)], command: &str) -> Result<(Summary, Vec<u64>), String> {
+/// The summary of every shard in `parts`, and the shards none holds, as
+/// runs of consecutive indices (so a count of 2^64 - 1 costs what the
+/// summaries hold, not a list of every index).
+pub fn merge(
+    parts: &[(&Path, Summary)],
+    command: &str,
+) -> Result<(Summary, Vec<RangeInclusive<u64>>), String> {
     let (first_path, first) = parts.first().ok_or("no summary to merge")?;
     let mut merged = first.clone();
     merged.command = command.to_owned();
+    // Which summary holds each shard so far: one look-up per shard.
+    let mut holders: BTreeMap<u64, &Path> = BTreeMap::new();
+    for shard in &first.shards.held {
+        holders.insert(shard.index, *first_path);
+    }
     for (at, (path, part)) in parts.iter().enumerate().skip(1) {
         same_sweep((first_path, first), (path, part))?;
         for shard in &part.shards.held {
-            if let Some(holder) = parts[..at]
-                .iter()
-                .find(|(_, other)| other.shards.held.iter().any(|s| s.index == shard.index))
-            {
+            if let Some(holder) = holders.insert(shard.index, *path) {
                 return Err(format!(
                     "shard {}/{} is in both {} and {}: a shard is merged once",
                     shard.index,
                     part.shards.count,
-                    holder.0.display(),
+                    holder.display(),
                     path.display()
                 ));
             }
@@ -33,8 +41,13 @@ pub fn merge(parts: &[(&Path, Summary)], command: &str) -> Result<(Summary, Vec<
                 .iter()
                 .map(|(path, _)| path.display().to_string())
                 .collect();
+            let limit = if field.ends_with("_secs") {
+                "the largest finite number"
+            } else {
+                "2^64 - 1"
+            };
             format!(
-                "{field}: the summaries' counts add up past 2^64 - 1 ({}); one is damaged",
+                "{field}: the summaries' counts add up past {limit} ({}); one is damaged",
                 added.join(" + ")
             )
         })?;
@@ -52,9 +65,22 @@ pub fn merge(parts: &[(&Path, Summary)], command: &str) -> Result<(Summary, Vec<
         .consistent()
         .expect("a merge of consistent, disjoint shards is consistent");
     let held: BTreeSet<u64> = merged.shards.held.iter().map(|s| s.index).collect();
-    let missing = (1..=merged.shards.count)
-        .filter(|index| !held.contains(index))
-        .collect();
+    let mut missing = Vec::new();
+    // The first index not yet known held or missing; none past 2^64 - 1.
+    let mut from = Some(1_u64);
+    for &index in &held {
+        if let Some(first) = from
+            && index > first
+        {
+            missing.push(first..=index - 1);
+        }
+        from = index.checked_add(1);
+    }
+    if let Some(first) = from
+        && first <= merged.shards.count
+    {
+        missing.push(first..=merged.shards.count);
+    }
     Ok((merged, missing))
 }
 
@@ -124,8 +150,21 @@ fn add(merged: &mut Summary, part: &Summary) -> Result<(), String> {
         let total = merged.coverage.entry(probe.clone()).or_default();
         sum(total, *count, &format!("coverage.{probe}"))?;
     }
-    merged.wall_secs += part.wall_secs;
-    merged.simulated_secs += part.simulated_secs;
+    // Each file's measures are finite; their sum may not be, and JSON
+    // has no infinity: the merged summary would not read back.
+    for (total, more, field) in [
+        (&mut merged.wall_secs, part.wall_secs, "wall_secs"),
+        (
+            &mut merged.simulated_secs,
+            part.simulated_secs,
+            "simulated_secs",
+        ),
+    ] {
+        *total += more;
+        if !total.is_finite() {
+            return Err(field.to_owned());
+        }
+    }
     merged.peak_rss_mb = match (merged.peak_rss_mb, part.peak_rss_mb) {
         (Some(a), Some(b)) => Some(a.max(b)),
         (a, b) => a.or(b),

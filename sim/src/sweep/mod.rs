@@ -16,6 +16,7 @@ mod triage;
 
 pub use crate::search::Shard;
 pub use merge::merge;
+pub use plausible::file_name_part;
 pub use shard_plan::{DEFAULT_SHRINK_MAX, PlannedSweep, SHARDS_MAX};
 pub use summary::{Build, FORMAT, Failure, ShardPart, Shards, ShrunkPlan, Summary, Sweep, VERSION};
 pub use triage::{Triage, distinct, triage};

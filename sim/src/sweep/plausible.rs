@@ -3,9 +3,25 @@
 //! that fit in 64 bits; so a damaged or forged summary is refused naming
 //! its field, never merged into a verdict.
 
+use std::collections::BTreeMap;
+
 use super::summary::{Build, Failure, Summary};
 use crate::checker::{CLAUSES, PROBES};
+use crate::model::Flaw;
 use crate::report::parse_token;
+
+/// Whether `text` may become part of a file name. A summary is a
+/// downloaded artefact and its names reach paths (`merge
+/// --save-failures`), so only lowercase letters, digits and `-`, 1 to 64 of
+/// them, not first a `-`: no `/`, no `..`, nothing a shell or a file system
+/// reads specially.
+pub fn file_name_part(text: &str) -> bool {
+    (1..=64).contains(&text.len())
+        && !text.starts_with('-')
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
 
 /// Checks of `summary` that `Summary::consistent` leaves out: its clause
 /// and probe names, its failures' tokens, its numbers' ranges.
@@ -15,6 +31,30 @@ pub(crate) fn plausible(summary: &Summary) -> Result<(), String> {
         return Err(format!(
             "sweep: {} seeds from {} is not a range of seeds (empty, or past 2^64 - 1)",
             sweep.seeds, sweep.start
+        ));
+    }
+    if let Some(flaw) = &sweep.flaw {
+        if !file_name_part(flaw) {
+            return Err(format!(
+                "sweep.flaw: {flaw:?} is not a flaw's name (lowercase letters, digits and '-')"
+            ));
+        }
+        // Another build may have flaws this one lacks; its failures are
+        // refused when they are replayed.
+        if summary.build == Build::current() && Flaw::from_name(flaw).is_err() {
+            let known: Vec<&str> = Flaw::ALL.iter().map(|flaw| flaw.name()).collect();
+            return Err(format!(
+                "sweep.flaw: {flaw} is not a flaw of this build ({})",
+                known.join(", ")
+            ));
+        }
+    }
+    if summary.build == Build::current()
+        && let Some(replicas) = sweep.replicas
+        && !(1..=5).contains(&replicas)
+    {
+        return Err(format!(
+            "sweep.replicas: {replicas} is not in 1..=5, the replicas a run can have"
         ));
     }
     let interrupted = summary.shards.held.iter().any(|s| s.visited < sweep.seeds);
@@ -61,8 +101,19 @@ pub(crate) fn plausible(summary: &Summary) -> Result<(), String> {
             }
         }
     }
+    // Counted once for all failures: a sweep of a flaw that fails most of
+    // a million seeds lists a million failures.
+    let mut listed: BTreeMap<&str, u64> = BTreeMap::new();
+    for failure in &summary.failures {
+        for (at, clause) in failure.clauses.iter().enumerate() {
+            // A failure counts once per clause, even one it lists twice.
+            if !failure.clauses[..at].contains(clause) {
+                *listed.entry(clause.as_str()).or_default() += 1;
+            }
+        }
+    }
     for (at, failure) in summary.failures.iter().enumerate() {
-        failure_plausible(summary, failure)
+        failure_plausible(summary, &listed, failure)
             .map_err(|problem| format!("failures[{at}].{problem}"))?;
     }
     Ok(())
@@ -70,7 +121,11 @@ pub(crate) fn plausible(summary: &Summary) -> Result<(), String> {
 
 /// One failure: its clauses known and counted, its tokens valid plans of
 /// this sweep for its own seed, its shrunk clause its first.
-fn failure_plausible(summary: &Summary, failure: &Failure) -> Result<(), String> {
+fn failure_plausible(
+    summary: &Summary,
+    listed: &BTreeMap<&str, u64>,
+    failure: &Failure,
+) -> Result<(), String> {
     for (at, clause) in failure.clauses.iter().enumerate() {
         if !CLAUSES.iter().any(|(id, _)| id == clause) {
             return Err(format!(
@@ -85,11 +140,7 @@ fn failure_plausible(summary: &Summary, failure: &Failure) -> Result<(), String>
             .get(clause)
             .copied()
             .unwrap_or(0);
-        let listing = summary
-            .failures
-            .iter()
-            .filter(|f| f.clauses.contains(clause))
-            .count() as u64;
+        let listing = listed.get(clause.as_str()).copied().unwrap_or(0);
         if counted < listing {
             return Err(format!(
                 "clauses[{at}]: {clause} is violated by {listing} failures listed, but \

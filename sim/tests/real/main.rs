@@ -15,7 +15,10 @@
 //! server's own events from its log), as `sim replay --real` does;
 //! `replay.rs` drives that command; `db_clock.rs` checks that clock and
 //! audit against the server; `unheard.rs` makes a commit outlast its
-//! adapter's timer and checks the history still holds the effect.
+//! adapter's timer and checks the history still holds the effect;
+//! `interrupts.rs` signals every real-mode command and looks for a server,
+//! a folder or a temporary file left behind; `outputs.rs` holds real
+//! mode's files to the safe writer's rules.
 
 mod adapters;
 mod commit_wait;
@@ -24,6 +27,8 @@ mod db_clock;
 #[path = "../common/db_driver.rs"]
 mod db_driver;
 mod differential;
+mod interrupts;
+mod outputs;
 mod real_mode;
 mod replay;
 mod round_trips;

@@ -10,6 +10,7 @@ mod db;
 mod deploy;
 mod determinism;
 mod docs;
+mod escapes;
 mod file_circles;
 mod flaws;
 mod forged;

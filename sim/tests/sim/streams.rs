@@ -2,7 +2,8 @@
 //! reader has gone (`| head -1`), stdout or stderr on a full disk
 //! (`/dev/full`). None may panic (exit 101) or exit 0 with its output lost:
 //! a closed pipe gives 141 (128 + SIGPIPE), a failed write 74 and a line
-//! that says so when stderr still works.
+//! that says so when stderr still works; a refusal keeps its 2, as
+//! `retention-worker`'s does.
 
 use std::fs::File;
 use std::process::{Command, Stdio};
@@ -25,10 +26,14 @@ fn sim_into(args: &[&str], stdout: Stdio, stderr: Stdio) -> (i32, String) {
 /// is closed before the command starts (a pipe's reader dropped after the
 /// spawn could still lose the race to a quick command's first write).
 fn sim_into_closed_pipe(args: &[&str]) -> (i32, String) {
+    sim_into(args, closed_pipe(), Stdio::piped())
+}
+
+/// A stream whose reader is gone before the command starts.
+fn closed_pipe() -> Stdio {
     let (reader, writer) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
     drop(reader);
-    let stdout = Stdio::from(std::os::fd::OwnedFd::from(writer));
-    sim_into(args, stdout, Stdio::piped())
+    Stdio::from(std::os::fd::OwnedFd::from(writer))
 }
 
 fn full() -> Stdio {
@@ -90,6 +95,10 @@ fn no_subcommand_panics_or_hides_an_output_it_could_not_write() {
         let (code, err) = sim_into_closed_pipe(args);
         assert_eq!(code, 141, "{args:?} into a closed pipe: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
+        // stderr's reader gone too is still a closed pipe, not a failed
+        // write (bench and replay said 74).
+        let (code, _) = sim_into(args, closed_pipe(), closed_pipe());
+        assert_eq!(code, 141, "{args:?} with both streams into closed pipes");
         let (code, err) = sim_into(args, full(), Stdio::piped());
         assert_eq!(code, 74, "{args:?} onto a full disk: {err}");
         assert!(err.contains("cannot write the output"), "{args:?}: {err}");
@@ -99,15 +108,15 @@ fn no_subcommand_panics_or_hides_an_output_it_could_not_write() {
             assert_eq!(code, 74, "{args:?} with stderr on a full disk");
         }
     }
-    // A refusal whose message cannot be written still fails, and says so
-    // in its status.
+    // A refusal whose message cannot be written keeps its status, as
+    // retention-worker's does: its cause outranks its message's fate.
     for args in [
         vec!["run", "--seed", "x"],
         vec!["check", "/no/such/file"],
         vec!["replay", "{"],
     ] {
         let (code, _) = sim_into(&args, Stdio::null(), full());
-        assert_eq!(code, 74, "{args:?} with stderr on a full disk");
+        assert_eq!(code, 2, "{args:?} with stderr on a full disk");
     }
 }
 

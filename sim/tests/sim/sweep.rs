@@ -86,7 +86,7 @@ fn two_shards_merge_into_the_whole_sweep() {
 fn a_merge_names_a_missing_shard_and_refuses_one_held_twice() {
     let first = shard_summary(Shard::parse("1/3").unwrap());
     let (merged, missing) = merge(&named(std::slice::from_ref(&first)), "merge").unwrap();
-    assert_eq!(missing, [2, 3]);
+    assert_eq!(missing, [2..=3]);
     assert_eq!(merged.runs, Shard::parse("1/3").unwrap().seeds_in(SEEDS));
     let twice = merge(&named(&[first.clone(), first]), "merge").unwrap_err();
     assert!(

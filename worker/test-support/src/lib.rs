@@ -4,15 +4,19 @@
 //! loopback TCP proxy a test can partition, and [`MeteredProxy`]
 //! (`meter.rs`), which delays the server's bytes and counts the protocol's
 //! messages, and can be cut off from the server for a while ([`Cut`],
-//! `cut.rs`, the rule the simulator's kernel shares). Tests that need a
-//! database start
-//! their own; none is skipped because the server binaries are missing.
+//! `cut.rs`, the rule the simulator's kernel shares). A process ended by a
+//! signal stops the servers it started with [`stop_every_server`]
+//! (`live.rs`). Tests that need a database start their own; none is
+//! skipped because the server binaries are missing.
 
 mod cut;
+mod live;
 mod meter;
 mod proxy;
+mod tools;
 
 pub use cut::{Cut, MAX_RTO_MS, SEGMENT_FIRST_RTO_MS, SYN_FIRST_RTO_MS, held_until_heal_ms};
+pub use live::stop_every_server;
 pub use meter::{MeteredProxy, Traffic};
 pub use proxy::Proxy;
 
@@ -21,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use retention_worker::pg::{PgOptions, Pool, connect_pool, migrate};
+use tools::{INSTALL_HINT, run_tool};
 
 /// What every throwaway server logs, and how: each line starts
 /// `EPOCH_MS|PID|SQLSTATE|DATABASE|APPLICATION|`; connections and their
@@ -46,10 +51,6 @@ pub fn private_dir(prefix: &str) -> tempfile::TempDir {
         .tempdir()
         .expect("create a temporary folder")
 }
-
-const INSTALL_HINT: &str = "install the server with `apt-get install -y postgresql` \
-     (Debian/Ubuntu; .ci/run does this), or set PG_BIN_DIR to the folder holding \
-     initdb, pg_ctl and postgres";
 
 /// A running server; dropping it stops the server and removes its files.
 pub struct TempServer {
@@ -95,8 +96,11 @@ impl TempServer {
         } else {
             None
         };
+        // A signal handler stopping every server waits until this one has
+        // started (or failed to), so it is never left half made.
+        let _starting = live::starting();
         // A fresh folder of a name nobody can guess or plant a link at;
-        // the server's drop removes it.
+        // the server's drop removes it, or a signal handler does.
         let dir = private_dir("retention-pg-").keep();
         let mut server = Self {
             dir,
@@ -104,6 +108,7 @@ impl TempServer {
             port: 0,
             run_as,
         };
+        live::register(server.files());
         if let Some(user) = &server.run_as {
             let uid = command_output("id", &["-u", user]).parse().expect("a uid");
             let gid = command_output("id", &["-g", user]).parse().expect("a gid");
@@ -281,29 +286,15 @@ impl TempServer {
     }
 
     fn try_run(&self, tool: &str, args: &[&str]) -> Result<(), String> {
-        let program = self.bin.join(tool);
-        let mut command = match &self.run_as {
-            Some(user) => {
-                let mut c = Command::new("runuser");
-                c.args(["-u", user, "--"]).arg(&program);
-                c
-            }
-            None => Command::new(&program),
-        };
-        let output = command
-            .args(args)
-            .current_dir(&self.dir)
-            .output()
-            .map_err(|e| format!("cannot run {}: {e}; {INSTALL_HINT}", program.display()))?;
-        if output.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{tool} {args:?} failed ({}):\n{}{}",
-                output.status,
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            ))
+        run_tool(&self.bin, self.run_as.as_deref(), &self.dir, tool, args)
+    }
+
+    /// What stopping this server needs, apart from the value itself.
+    fn files(&self) -> live::ServerFiles {
+        live::ServerFiles {
+            dir: self.dir.clone(),
+            bin: self.bin.clone(),
+            run_as: self.run_as.clone(),
         }
     }
 }
@@ -335,12 +326,8 @@ pub async fn rows_left(pool: &Pool) -> i64 {
 
 impl Drop for TempServer {
     fn drop(&mut self) {
-        let data = self.dir.join("data");
-        let _ = self.try_run(
-            "pg_ctl",
-            &["-D", path_str(&data), "-m", "immediate", "-w", "stop"],
-        );
-        let _ = std::fs::remove_dir_all(&self.dir);
+        self.files().stop_and_remove();
+        live::forget(&self.dir);
     }
 }
 

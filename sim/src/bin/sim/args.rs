@@ -66,14 +66,11 @@ pub enum Command {
         /// With `--real`: attempts before "not reproduced".
         #[arg(long, default_value_t = 3, requires = "real")]
         attempts: u32,
-        /// With `--real`: the folder for each attempt's history and picture.
-        #[arg(
-            long,
-            value_name = "DIR",
-            default_value = "real-replay",
-            requires = "real"
-        )]
-        out: std::path::PathBuf,
+        /// With `--real`: the folder for each attempt's history and picture
+        /// [default: a new folder here, `real-replay`, else `real-replay-2`,
+        /// `-3`, ..., named in the output].
+        #[arg(long, value_name = "DIR", requires = "real")]
+        out: Option<std::path::PathBuf>,
     },
     /// Shrinks a failing replay token: drops events, turns faults off,
     /// moves settings to their defaults, removes replicas, shortens the run
@@ -282,9 +279,12 @@ pub struct TakeoverArgs {
     #[arg(long, default_value_t = 1)]
     pub start: u64,
     /// Also save each PostgreSQL run's history as `DIR/STORY-K.jsonl`
-    /// (DIR must exist; existing files are replaced).
+    /// (DIR must exist).
     #[arg(long, value_name = "DIR")]
     pub out: Option<std::path::PathBuf>,
+    /// Replace `--out` histories that exist.
+    #[arg(long, requires = "out")]
+    pub force: bool,
 }
 
 #[derive(Args)]

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use retention_sim::check;
 use retention_sim::model::History;
-use retention_sim::report::{HISTORY_LIMIT_BYTES, excerpt, read_text};
+use retention_sim::report::{HISTORY_LIMIT_BYTES, excerpt, read_text, read_text_cut_short};
 
 use crate::commands::write_svg;
 use crate::output::say;
@@ -38,7 +38,12 @@ pub fn check_file(
     svg: Option<&Path>,
     force: bool,
 ) -> Result<bool, String> {
-    let text = read_text(path, HISTORY_LIMIT_BYTES).map_err(|error| match error.line {
+    let read = if partial {
+        read_text_cut_short
+    } else {
+        read_text
+    };
+    let text = read(path, HISTORY_LIMIT_BYTES).map_err(|error| match error.line {
         Some(line) => format!("{}: line {line}: {}", path.display(), error.problem),
         None => format!("{}: {}", path.display(), error.problem),
     })?;

@@ -67,11 +67,17 @@ pub fn preflight(
     Ok(())
 }
 
-/// Whether a file can be made beside `path`: a folder that exists but
-/// refuses new files (read-only, a full inode table, `/proc`) would
-/// otherwise be found only when the write comes, after the work.
+/// Whether a file can be made at `path` (or beside it, when it exists):
+/// a folder that refuses new files (read-only, a full inode table,
+/// `/proc`), a name too long for the file system or one that ends in `/`
+/// would otherwise be found only when the write comes, after the work.
+/// A new name is tried itself, and removed at once.
 fn folder_takes_files(path: &Path) -> Result<(), String> {
-    let probe = beside(path);
+    let probe = if std::fs::symlink_metadata(path).is_ok() {
+        beside(path)
+    } else {
+        path.to_owned()
+    };
     interrupt::track(&probe);
     let made = std::fs::OpenOptions::new()
         .write(true)
@@ -97,11 +103,7 @@ fn folder_takes_files(path: &Path) -> Result<(), String> {
 /// Refuses outputs that name one file twice, or name an input: with
 /// `--force` the second write would replace the first, or the input.
 pub fn distinct(inputs: &[&Path], outputs: &[(&str, &Path)]) -> Result<(), String> {
-    let key = |path: &Path| {
-        std::fs::canonicalize(path)
-            .or_else(|_| std::path::absolute(path))
-            .unwrap_or_else(|_| path.to_owned())
-    };
+    let key = |path: &Path| same_file_key(path);
     for (index, (flag, path)) in outputs.iter().enumerate() {
         let this = key(path);
         if let Some(input) = inputs.iter().find(|input| key(input) == this) {
@@ -119,6 +121,36 @@ pub fn distinct(inputs: &[&Path], outputs: &[(&str, &Path)]) -> Result<(), Strin
         }
     }
     Ok(())
+}
+
+/// One spelling for every name of a file, whether it exists yet or not:
+/// links and `..` resolved through the folders that exist, the rest
+/// resolved by name. `sub/../h.jsonl` and `h.jsonl` get one key.
+pub fn same_file_key(path: &Path) -> PathBuf {
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return real;
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let (Some(name), Ok(folder)) = (
+        path.file_name(),
+        std::fs::canonicalize(parent.unwrap_or(Path::new("."))),
+    ) {
+        return folder.join(name);
+    }
+    // No folder on the way exists: the write would fail anyway; compare
+    // the names with `.` and `..` taken away by hand.
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut normal = PathBuf::new();
+    for part in absolute.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                normal.pop();
+            }
+            other => normal.push(other),
+        }
+    }
+    normal
 }
 
 /// Writes `contents` to `path` (see [`may_write`]); `check` reads the

@@ -1,6 +1,7 @@
 //! Ctrl-C, SIGTERM and SIGHUP: a sweep stops starting runs and reports what
-//! it finished; anything else removes the temporary files being written and
-//! exits with 130 (128 + SIGINT), as shells report an interrupted command.
+//! it finished; anything else stops the PostgreSQL servers it started,
+//! removes their folders and the temporary files being written, and exits
+//! with 130 (128 + SIGINT), as shells report an interrupted command.
 
 use crate::output::tell;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,10 @@ static WINDS_DOWN: AtomicBool = AtomicBool::new(false);
 
 /// Set by the first signal a winding-down command receives.
 static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Set once a signal began the way out: from then on only the handler
+/// ends the process.
+static QUITTING: AtomicBool = AtomicBool::new(false);
 
 /// The exit status of an interrupted run.
 pub const INTERRUPTED: u8 = 130;
@@ -36,6 +41,10 @@ pub fn install() {
 }
 
 fn quit_now() -> ! {
+    QUITTING.store(true, Ordering::SeqCst);
+    // A second signal meanwhile waits in the handler's queue: the process
+    // exits before it is handled, so cleaning up is never cut short.
+    test_support::stop_every_server();
     for path in IN_FLIGHT
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -45,6 +54,15 @@ fn quit_now() -> ! {
     }
     tell!("sim: interrupted");
     std::process::exit(i32::from(INTERRUPTED));
+}
+
+/// Waits for ever if a signal is ending the process: the command's own
+/// thread, its server stopped under it, must not exit first (with its own
+/// status, and the server's folder half removed).
+pub fn hold_if_quitting() {
+    while QUITTING.load(Ordering::SeqCst) {
+        std::thread::park();
+    }
 }
 
 /// From now on the first signal sets [`stop_flag`] instead of ending the

@@ -72,6 +72,7 @@ fn main() -> ExitCode {
     // where it may reach here as "a scoped thread panicked".
     output::catch_print_panics();
     let status = std::panic::catch_unwind(status).unwrap_or_else(|payload| {
+        interrupt::hold_if_quitting();
         if output::failed() {
             output::WRITE_ERROR
         } else {
@@ -98,7 +99,15 @@ fn status() -> u8 {
             return if error.use_stderr() { 2 } else { 0 };
         }
     };
+    // JSON is read by programs: never coloured, whatever --color says.
+    let json_out = match &cli.command {
+        Command::Explore(args) => args.json,
+        Command::Merge(args) => args.json,
+        Command::Bench(args) => args.json,
+        _ => false,
+    };
     output::set_colour(match cli.color {
+        _ if json_out => false,
         args::Colour::Always => true,
         args::Colour::Never => false,
         args::Colour::Auto => {
@@ -125,7 +134,8 @@ fn status() -> u8 {
             out,
             force,
             ..
-        } => parse_token(&token).and_then(|spec| real::replay_real(&spec, attempts, &out, force)),
+        } => parse_token(&token)
+            .and_then(|spec| real::replay_real(&spec, attempts, out.as_deref(), force)),
         Command::Replay {
             token,
             save,
@@ -163,7 +173,9 @@ fn status() -> u8 {
             let inputs: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
             preflight(&inputs, &[("--table", table.as_deref())], force)
                 .and_then(|()| real::histories_folder(out.as_deref(), &files, force))
-                .and_then(|()| real::scenarios_real(&files, table.as_deref(), out.as_deref()))
+                .and_then(|()| {
+                    real::scenarios_real(&files, table.as_deref(), out.as_deref(), force)
+                })
         }),
         Command::Scenario {
             files,
@@ -206,6 +218,7 @@ fn status() -> u8 {
         } => preflight(&[history.as_path()], &[("--svg", svg.as_deref())], force)
             .and_then(|()| check_file(&history, timeline, partial, all, svg.as_deref(), force)),
     };
+    interrupt::hold_if_quitting();
     if interrupt::interrupted() {
         // A sweep stopped by a signal has printed (and written) its partial
         // summary; the status says it did not finish.

@@ -10,7 +10,7 @@ use crate::args::MergeArgs;
 use crate::files::{preflight, write_checked};
 use crate::output::{say, tell};
 use crate::tally::print_summary;
-use crate::triage::{print_triage, save_failures};
+use crate::triage::{plan_saves, print_triage, save_failures};
 
 /// `merge`'s exit status when every held run kept the contract but shards
 /// are missing or were interrupted.
@@ -54,6 +54,11 @@ pub fn run_merge(args: &MergeArgs) -> Result<u8, String> {
     let command = crate::output::command_line();
     let (merged, missing) = merge(&parts, &command)?;
     let triaged = baseline.as_ref().map(|old| triage(&merged, old));
+    // Every output is checked before the first is written.
+    let saves = match &args.save_failures {
+        Some(dir) => Some(plan_saves(&merged, dir, args.force)?),
+        None => None,
+    };
     if merged.build != Build::current() {
         tell!(
             "sim: note: the summaries come from build {} {}, this sim is {} {}: \
@@ -86,8 +91,8 @@ pub fn run_merge(args: &MergeArgs) -> Result<u8, String> {
         })
         .map_err(|problem| format!("--summary {problem}"))?;
     }
-    if let Some(dir) = &args.save_failures {
-        save_failures(&merged, dir, args.force)?;
+    if let Some(plan) = saves {
+        save_failures(&merged, plan)?;
     }
     let failing = match &triaged {
         Some(triaged) => triaged.any_new(),

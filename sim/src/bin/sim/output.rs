@@ -2,12 +2,13 @@
 //! reader gone (`sim run | head`), later output is dropped and the command
 //! runs to its end; a write that fails otherwise (a full disk) is said on
 //! stderr if stderr still works. Either way the exit status says so
-//! ([`exit_status`]), so that no output is lost behind a zero.
+//! ([`exit_status`]), so that no output is lost behind a zero; a refusal
+//! keeps its 2, as `retention-worker`'s does.
 
 use std::io::{ErrorKind, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+static READER_GONE: AtomicBool = AtomicBool::new(false);
 static WRITE_FAILED: AtomicBool = AtomicBool::new(false);
 static COLOUR: AtomicBool = AtomicBool::new(false);
 
@@ -37,6 +38,8 @@ fn painted(text: String) -> String {
     text.split('\n').map(paint).collect::<Vec<_>>().join("\n")
 }
 
+/// The status of a refused command: bad input, a file it may not write.
+pub const REFUSED: u8 = 2;
 /// The status of a command whose stdout's reader went away: 128 + SIGPIPE,
 /// as a shell reports a process a closed pipe killed.
 pub const CLOSED_PIPE: u8 = 141;
@@ -46,13 +49,13 @@ pub const WRITE_ERROR: u8 = 74;
 
 /// Writes one line to standard output unless its reader is gone.
 pub fn line(text: std::fmt::Arguments<'_>) {
-    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+    if READER_GONE.load(Ordering::Relaxed) {
         return;
     }
     let text = painted(text.to_string());
     let mut stdout = std::io::stdout().lock();
     if let Err(error) = writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
-        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        READER_GONE.store(true, Ordering::Relaxed);
         if error.kind() != ErrorKind::BrokenPipe {
             WRITE_FAILED.store(true, Ordering::Relaxed);
             note(format_args!("sim: cannot write the output: {error}"));
@@ -64,11 +67,14 @@ pub fn line(text: std::fmt::Arguments<'_>) {
 /// exit status, never a panic.
 pub fn note(text: std::fmt::Arguments<'_>) {
     let mut stderr = std::io::stderr().lock();
-    if writeln!(stderr, "{text}")
-        .and_then(|()| stderr.flush())
-        .is_err()
-    {
-        WRITE_FAILED.store(true, Ordering::Relaxed);
+    match writeln!(stderr, "{text}").and_then(|()| stderr.flush()) {
+        Ok(()) => {}
+        // stderr's reader left, as stdout's can: a closed pipe, not a
+        // failed write.
+        Err(error) if error.kind() == ErrorKind::BrokenPipe => {
+            READER_GONE.store(true, Ordering::Relaxed);
+        }
+        Err(_) => WRITE_FAILED.store(true, Ordering::Relaxed),
     }
 }
 
@@ -85,7 +91,7 @@ pub fn catch_print_panics() {
             .unwrap_or_default();
         if message.starts_with("failed printing to") {
             if message.contains("Broken pipe") {
-                STDOUT_CLOSED.store(true, Ordering::Relaxed);
+                READER_GONE.store(true, Ordering::Relaxed);
             } else {
                 WRITE_FAILED.store(true, Ordering::Relaxed);
             }
@@ -97,15 +103,20 @@ pub fn catch_print_panics() {
 
 /// Whether a write failed or stdout's reader left.
 pub fn failed() -> bool {
-    WRITE_FAILED.load(Ordering::Relaxed) || STDOUT_CLOSED.load(Ordering::Relaxed)
+    WRITE_FAILED.load(Ordering::Relaxed) || READER_GONE.load(Ordering::Relaxed)
 }
 
 /// `status`, unless output failed: [`WRITE_ERROR`] when a write failed,
-/// [`CLOSED_PIPE`] when stdout's reader went away.
+/// [`CLOSED_PIPE`] when a reader went away. A refusal (2) and an
+/// interruption (130) keep theirs: their cause outranks their message's
+/// fate, as `retention-worker`'s refusals do. Every other status says the
+/// command did its work, whose output is then lost, so it must not stand.
 pub fn exit_status(status: u8) -> u8 {
-    if WRITE_FAILED.load(Ordering::Relaxed) {
+    if status == REFUSED || status == crate::interrupt::INTERRUPTED {
+        status
+    } else if WRITE_FAILED.load(Ordering::Relaxed) {
         WRITE_ERROR
-    } else if STDOUT_CLOSED.load(Ordering::Relaxed) {
+    } else if READER_GONE.load(Ordering::Relaxed) {
         CLOSED_PIPE
     } else {
         status

@@ -25,9 +25,15 @@ const APPROXIMATE: &str = "applied approximately: each delete's work time (the s
 
 /// Runs `spec` up to `attempts` times against one throwaway server, each
 /// on a fresh database; stops at the first attempt that violates a clause.
-/// Writes `attempt-K.jsonl` and `attempt-K.svg` into `out`. Ok(true) when
-/// no attempt violated a clause.
-pub fn replay_real(spec: &RunSpec, attempts: u32, out: &Path, force: bool) -> Result<bool, String> {
+/// Writes `attempt-K.jsonl` and `attempt-K.svg` into `out` (by default a
+/// new folder, so that the next replay is not refused). Ok(true) when no
+/// attempt violated a clause.
+pub fn replay_real(
+    spec: &RunSpec,
+    attempts: u32,
+    out: Option<&Path>,
+    force: bool,
+) -> Result<bool, String> {
     spec.validate().map_err(|error| error.to_string())?;
     if let Some(why) = refusal(spec) {
         return Err(format!("cannot run this plan against PostgreSQL: {why}"));
@@ -35,7 +41,15 @@ pub fn replay_real(spec: &RunSpec, attempts: u32, out: &Path, force: bool) -> Re
     if attempts == 0 {
         return Err("--attempts must be at least 1".to_owned());
     }
-    prepare_folder(out, force)?;
+    let out = match out {
+        Some(out) => {
+            prepare_folder(out, force, attempts)?;
+            out.to_owned()
+        }
+        None => fresh_folder("real-replay")?,
+    };
+    let out = out.as_path();
+    say!("attempts are saved in {}", out.display());
     let simulated = check(&Sim::new(spec).run().map_err(|error| error.to_string())?);
     let expected = simulated.clauses();
     say!("simulated: {}", verdict_text(&simulated));
@@ -49,8 +63,8 @@ pub fn replay_real(spec: &RunSpec, attempts: u32, out: &Path, force: bool) -> Re
         let (number, history) = (attempt.number, &attempt.run.history);
         let jsonl = out.join(format!("attempt-{number}.jsonl"));
         let svg = out.join(format!("attempt-{number}.svg"));
-        write(&jsonl, &history.to_jsonl())?;
-        write(&svg, &swimlanes(history, &attempt.verdict))?;
+        write(&jsonl, &history.to_jsonl(), force)?;
+        write(&svg, &swimlanes(history, &attempt.verdict), force)?;
         say!(
             "attempt {number} of {attempts}: {} events, {} ({})",
             history.events.len(),
@@ -81,8 +95,9 @@ pub fn replay_real(spec: &RunSpec, attempts: u32, out: &Path, force: bool) -> Re
 }
 
 /// The attempts' folder: created, or refused when it holds files already
-/// (unless `force`, which replaces the attempts' files only).
-fn prepare_folder(out: &Path, force: bool) -> Result<(), String> {
+/// (unless `force`, which replaces the attempts' files only, and never
+/// through a link).
+fn prepare_folder(out: &Path, force: bool, attempts: u32) -> Result<(), String> {
     match std::fs::read_dir(out) {
         Ok(mut entries) => {
             if entries.next().is_some() && !force {
@@ -90,6 +105,25 @@ fn prepare_folder(out: &Path, force: bool) -> Result<(), String> {
                     "--out {}: the folder is not empty (add --force to replace its attempts)",
                     out.display()
                 ));
+            }
+            // The attempts' files there now (a link, a folder), checked
+            // before the server starts: as many checks as files, whatever
+            // --attempts says.
+            let entries =
+                std::fs::read_dir(out).map_err(|e| format!("--out {}: {e}", out.display()))?;
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let number = (name.to_str())
+                    .and_then(|name| name.strip_prefix("attempt-"))
+                    .and_then(|rest| {
+                        rest.strip_suffix(".jsonl")
+                            .or_else(|| rest.strip_suffix(".svg"))
+                    })
+                    .and_then(|number| number.parse::<u32>().ok());
+                if number.is_some_and(|number| (1..=attempts).contains(&number)) {
+                    crate::files::may_write(&entry.path(), force)
+                        .map_err(|problem| format!("--out {problem}"))?;
+                }
             }
             Ok(())
         }
@@ -106,8 +140,32 @@ fn prepare_folder(out: &Path, force: bool) -> Result<(), String> {
     }
 }
 
-fn write(path: &Path, text: &str) -> Result<(), String> {
-    std::fs::write(path, text).map_err(|error| format!("{}: cannot write: {error}", path.display()))
+/// `NAME`, else `NAME-2`, `NAME-3`, ...: the first that did not exist,
+/// made here (so two replays at once never share one).
+fn fresh_folder(name: &str) -> Result<std::path::PathBuf, String> {
+    for number in 1_u32.. {
+        let folder = match number {
+            1 => std::path::PathBuf::from(name),
+            _ => std::path::PathBuf::from(format!("{name}-{number}")),
+        };
+        match std::fs::create_dir(&folder) {
+            Ok(()) => return Ok(folder),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(error) => {
+                return Err(format!(
+                    "cannot make {} for the attempts here: {error} (name a folder with --out)",
+                    folder.display()
+                ));
+            }
+        }
+    }
+    unreachable!("some folder name is free")
+}
+
+/// Through the safe writer: never through a link, never half written, a
+/// file there replaced only with `force`.
+fn write(path: &Path, text: &str, force: bool) -> Result<(), String> {
+    crate::files::write_checked(path, text, force, |_| Ok(()))
 }
 
 /// Checks `--out DIR` before any run: DIR exists, and no `NAME.jsonl` a
@@ -136,12 +194,7 @@ pub fn histories_folder(
     for file in files {
         let scenario = Scenario::load(file).map_err(|error| error.to_string())?;
         let jsonl = out.join(format!("{}.jsonl", scenario.name));
-        if jsonl.exists() && !force {
-            return Err(format!(
-                "--out: {} exists; pass --force to replace it",
-                jsonl.display()
-            ));
-        }
+        crate::files::may_write(&jsonl, force).map_err(|problem| format!("--out {problem}"))?;
     }
     Ok(())
 }
@@ -153,6 +206,7 @@ pub fn scenarios_real(
     files: &[std::path::PathBuf],
     table: Option<&Path>,
     out: Option<&Path>,
+    force: bool,
 ) -> Result<bool, String> {
     let server = RealServer::start_installed()?;
     let (mut kept, mut differed, mut unstaged, mut skipped) = (0, 0, 0, 0);
@@ -171,7 +225,7 @@ pub fn scenarios_real(
         let compared = compare_scenario(&server, &scenario, &format!("scenario_{index}"))?;
         if let Some(out) = out {
             let jsonl = out.join(format!("{}.jsonl", scenario.name));
-            write(&jsonl, &compared.real.history.to_jsonl())?;
+            write(&jsonl, &compared.real.history.to_jsonl(), force)?;
         }
         let real_verdict = verdict_text(&compared.verdict);
         match &compared.judged {
@@ -243,7 +297,7 @@ pub fn scenarios_real(
     if let Some(table) = table {
         rows.push(String::new());
         rows.push(format!("{tally}."));
-        write(table, &(rows.join("\n") + "\n"))?;
+        write(table, &(rows.join("\n") + "\n"), force)?;
     }
     Ok(differed == 0)
 }

@@ -82,6 +82,13 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
     let watch = Watch::new(shard.seeds_in(args.seeds), args.quiet);
     let swept = explore_until(&config, interrupt::stop_flag(), |at| watch.update(at));
     watch.finish();
+    if swept.jobs_run < config.jobs.max(1) {
+        tell!(
+            "sim: note: the system started {} of the {} threads asked for (--jobs); the sweep ran on those",
+            swept.jobs_run,
+            config.jobs
+        );
+    }
     let shrunk = shrink_failures(&config, &swept, args.shrink_max);
     let command = crate::output::command_line();
     let summary = Summary::of_sweep(&config, &swept, &shrunk, args.shrink_max, &command);
@@ -150,21 +157,30 @@ fn shrink_failures(
     let chosen: Vec<&FailedSeed> = swept.failures.iter().take(take).collect();
     let next = AtomicUsize::new(0);
     let shrunk = Mutex::new(BTreeMap::new());
+    let work = || {
+        while !interrupt::interrupted() {
+            let Some(failure) = chosen.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                return;
+            };
+            let spec = spec_for(config, failure.seed);
+            let result = shrink(&spec, failure.clauses[0], SHRINK_RUNS);
+            shrunk
+                .lock()
+                .expect("no panic while shrinking")
+                .insert(failure.seed, result);
+        }
+    };
     std::thread::scope(|scope| {
-        for _ in 0..config.jobs.clamp(1, chosen.len().max(1)) {
-            scope.spawn(|| {
-                while !interrupt::interrupted() {
-                    let Some(failure) = chosen.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                        return;
-                    };
-                    let spec = spec_for(config, failure.seed);
-                    let result = shrink(&spec, failure.clauses[0], SHRINK_RUNS);
-                    shrunk
-                        .lock()
-                        .expect("no panic while shrinking")
-                        .insert(failure.seed, result);
-                }
-            });
+        let mut started = 0;
+        for _ in 0..swept.jobs_run.clamp(1, chosen.len().max(1)) {
+            // As the sweep: the threads the system gives, at least this one.
+            match std::thread::Builder::new().spawn_scoped(scope, work) {
+                Ok(_) => started += 1,
+                Err(_) => break,
+            }
+        }
+        if started == 0 {
+            work();
         }
     });
     shrunk.into_inner().expect("no panic while shrinking")

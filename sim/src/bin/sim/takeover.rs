@@ -16,6 +16,9 @@ const TOLERANCE_MS: u64 = 500;
 /// PostgreSQL runs in flight at once.
 const REAL_AT_ONCE: usize = 5;
 
+/// The most PostgreSQL runs a story takes: about 33 hours of them.
+const REAL_RUNS_MAX: u64 = 10_000;
+
 pub fn run_takeover(args: &TakeoverArgs) -> Result<bool, String> {
     if !(1..=100_000).contains(&args.runs) {
         return Err(format!("--runs: {} is not in 1..=100000", args.runs));
@@ -44,6 +47,14 @@ pub fn run_takeover(args: &TakeoverArgs) -> Result<bool, String> {
     if stories.is_empty() {
         stories = Story::ALL.to_vec();
     }
+    // About 12 s each: past this a run would outlast any machine, and the
+    // check below names every file.
+    if args.real_runs > REAL_RUNS_MAX {
+        return Err(format!(
+            "--real-runs {}: at most {REAL_RUNS_MAX} (each takes about 12 s)",
+            args.real_runs
+        ));
+    }
     // Checked before hours of runs, not at the first history saved.
     match (&args.out, args.real_runs) {
         (Some(dir), 0) => {
@@ -58,7 +69,7 @@ pub fn run_takeover(args: &TakeoverArgs) -> Result<bool, String> {
         (Some(dir), real_runs) => {
             for story in &stories {
                 for k in 0..real_runs {
-                    crate::files::may_write(&history_file(dir, *story, k), false)
+                    crate::files::may_write(&history_file(dir, *story, k), args.force)
                         .map_err(|problem| format!("--out {problem}"))?;
                 }
             }
@@ -90,10 +101,9 @@ pub fn run_takeover(args: &TakeoverArgs) -> Result<bool, String> {
                 for (k, at_ms, run) in takeover_batch(server, story, args.start, batch) {
                     if let Some(dir) = &args.out {
                         let path = history_file(dir, story, k);
-                        crate::files::write_checked(&path, &run.history.to_jsonl(), false, |_| {
-                            Ok(())
-                        })
-                        .map_err(|problem| format!("--out {problem}"))?;
+                        let text = run.history.to_jsonl();
+                        crate::files::write_checked(&path, &text, args.force, |_| Ok(()))
+                            .map_err(|problem| format!("--out {problem}"))?;
                     }
                     measured.add(takeover(&run.history, at_ms));
                 }

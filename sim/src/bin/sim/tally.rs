@@ -3,19 +3,21 @@
 //! the failures. `explore` and `merge` print through this one function.
 
 use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
 
 use retention_sim::checker::PROBES;
+use retention_sim::model::RunSpec;
 use retention_sim::report::{parse_token, replay_command};
 
 use crate::commands::print_shrunk_plan;
 use crate::output::say;
-use retention_sim::sweep::{Shard, Summary};
+use retention_sim::sweep::Summary;
 
 /// Failures listed by seed after the first; the rest are in the JSON.
 const FAILURES_LISTED: usize = 10;
 
 /// Prints `summary`; `missing` names shards a merge did not get.
-pub fn print_summary(summary: &Summary, missing: &[u64]) -> Result<(), String> {
+pub fn print_summary(summary: &Summary, missing: &[RangeInclusive<u64>]) -> Result<(), String> {
     say!(
         "{} runs, {} failed, {} violations; {:.0} runs/s, simulated/wall time {:.0}x",
         summary.runs,
@@ -30,10 +32,10 @@ pub fn print_summary(summary: &Summary, missing: &[u64]) -> Result<(), String> {
     print_shards(summary, missing);
     print_coverage(&summary.coverage);
     if let Some(first) = summary.failures.first() {
-        let drawn = parse_token(&first.token.to_string())?;
+        let drawn = plan_of(first.seed, "token", &first.token)?;
         say!("\nfirst failure, as drawn: {}", replay_command(&drawn));
         if let Some(shrunk) = &first.shrunk {
-            let spec = parse_token(&shrunk.token.to_string())?;
+            let spec = plan_of(first.seed, "shrunk.token", &shrunk.token)?;
             let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
             let sizes = (
                 size(shrunk.size_before),
@@ -52,9 +54,30 @@ pub fn print_summary(summary: &Summary, missing: &[u64]) -> Result<(), String> {
     Ok(())
 }
 
+/// The plan of the failure of `seed`, or an error naming the failure and
+/// the field: another build's summary may hold plans this one cannot read.
+fn plan_of(seed: u64, field: &str, token: &serde_json::Value) -> Result<RunSpec, String> {
+    parse_token(&token.to_string())
+        .map_err(|problem| format!("the failure of seed {seed}: {field}: {problem}"))
+}
+
+/// How many of a range's first `seeds` indices shards `first..=last` of
+/// `count` hold: whole cycles of `count`, then the last cycle's part.
+fn seeds_of_shards(first: u64, last: u64, count: u64, seeds: u64) -> u64 {
+    let (first, last, count, seeds) = (
+        u128::from(first),
+        u128::from(last),
+        u128::from(count),
+        u128::from(seeds),
+    );
+    let width = last - first + 1;
+    let partial = (seeds % count).saturating_sub(first - 1).min(width);
+    u64::try_from(seeds / count * width + partial).expect("at most the range's seeds")
+}
+
 /// Which shards the summary covers, and what it lacks: a shard stopped
 /// early or missing.
-fn print_shards(summary: &Summary, missing: &[u64]) {
+fn print_shards(summary: &Summary, missing: &[RangeInclusive<u64>]) {
     let shards = &summary.shards;
     let seeds = &summary.sweep;
     let last = seeds.start.saturating_add(seeds.seeds - 1);
@@ -67,16 +90,20 @@ fn print_shards(summary: &Summary, missing: &[u64]) {
             seeds.start
         );
     }
-    for index in missing {
-        say!(
-            "MISSING shard {index}/{}: its {} seeds were not run",
-            shards.count,
-            Shard {
-                index: *index,
-                count: shards.count
-            }
-            .seeds_in(seeds.seeds)
-        );
+    for run in missing {
+        let (first, last) = (*run.start(), *run.end());
+        let not_run = seeds_of_shards(first, last, shards.count, seeds.seeds);
+        if first == last {
+            say!(
+                "MISSING shard {first}/{}: its {not_run} seeds were not run",
+                shards.count
+            );
+        } else {
+            say!(
+                "MISSING shards {first} to {last} of {}: their {not_run} seeds were not run",
+                shards.count
+            );
+        }
     }
     for part in &shards.held {
         if part.visited < seeds.seeds {
@@ -112,7 +139,7 @@ fn print_failures(summary: &Summary) -> Result<(), String> {
         distinct.len()
     );
     for failure in summary.failures.iter().take(FAILURES_LISTED) {
-        let spec = parse_token(&failure.best_token().to_string())?;
+        let spec = plan_of(failure.seed, "token", failure.best_token())?;
         let state = if failure.shrunk.is_some() {
             "shrunk"
         } else {

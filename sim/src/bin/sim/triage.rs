@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use retention_sim::report::{parse_token, replay_command};
-use retention_sim::sweep::{Failure, Summary, Triage, distinct};
+use retention_sim::sweep::{Failure, Summary, Triage, distinct, file_name_part};
 
 use crate::commands::save_scenario;
 use crate::files::may_write;
@@ -58,43 +58,102 @@ pub fn print_triage(triaged: &Triage, path: &Path, baseline: &Summary) {
     }
 }
 
-/// Writes each distinct shrunk failure of `summary` as
-/// `DIR/[FLAW-]CLAUSE-seed-SEED.toml` (the folder made if missing). Every
-/// target is checked before the first is written.
-pub fn save_failures(summary: &Summary, dir: &Path, force: bool) -> Result<(), String> {
-    let flag = "--save-failures";
+/// `DIR/[FLAW-]CLAUSE-seed-SEED.toml`, refused unless each name taken from
+/// the summary is a safe file-name part, so the file is inside `dir`.
+fn failure_file(
+    dir: &Path,
+    flaw: Option<&str>,
+    clause: &str,
+    seed: u64,
+) -> Result<std::path::PathBuf, String> {
+    let clause = clause.to_lowercase();
+    for (field, name) in [("sweep.flaw", flaw), ("clause", Some(clause.as_str()))] {
+        if let Some(name) = name
+            && !file_name_part(name)
+        {
+            return Err(format!("{field} {name:?} cannot be part of a file name"));
+        }
+    }
+    let flaw = flaw.map_or(String::new(), |flaw| format!("{flaw}-"));
+    let file = dir.join(format!("{flaw}{clause}-seed-{seed}.toml"));
+    assert_eq!(
+        file.parent(),
+        Some(dir),
+        "a checked name stays in its folder"
+    );
+    Ok(file)
+}
+
+const SAVE_FLAG: &str = "--save-failures";
+
+/// The files `--save-failures DIR` will write, one per distinct failure,
+/// each checked (a safe name inside `DIR`, writable) before the merge
+/// writes anything: `DIR` is a folder, or can be made in one.
+pub struct SavePlan<'a> {
+    dir: &'a Path,
+    chosen: Vec<(&'a Failure, std::path::PathBuf)>,
+    force: bool,
+}
+
+/// Plans `--save-failures DIR` for `summary`; refuses before any write.
+pub fn plan_saves<'a>(
+    summary: &'a Summary,
+    dir: &'a Path,
+    force: bool,
+) -> Result<SavePlan<'a>, String> {
+    let flag = SAVE_FLAG;
     if !dir.is_dir() {
-        std::fs::create_dir(dir).map_err(|error| {
-            format!("{flag} {}: cannot make the folder: {error}", dir.display())
-        })?;
+        let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+        if dir.exists() || parent.is_some_and(|p| !p.is_dir()) {
+            return Err(format!(
+                "{flag} {}: not a folder, and cannot be made (is its parent a folder?)",
+                dir.display()
+            ));
+        }
     }
     let mut chosen: Vec<&Failure> = distinct(summary).into_values().collect();
     chosen.sort_by_key(|failure| failure.seed);
-    let targets: Vec<std::path::PathBuf> = chosen
+    let targets = chosen
         .iter()
         .map(|failure| {
             let clause = failure
                 .shrunk
                 .as_ref()
                 .map_or(&failure.clauses[0], |s| &s.clause);
-            let flaw = summary
-                .sweep
-                .flaw
-                .as_ref()
-                .map_or(String::new(), |f| format!("{f}-"));
-            dir.join(format!(
-                "{flaw}{}-seed-{}.toml",
-                clause.to_lowercase(),
-                failure.seed
-            ))
+            let flaw = summary.sweep.flaw.as_deref();
+            failure_file(dir, flaw, clause, failure.seed)
+                .map_err(|why| format!("{flag}: the failure of seed {}: {why}", failure.seed))
         })
-        .collect();
-    for target in &targets {
-        may_write(target, force).map_err(|problem| format!("{flag} {problem}"))?;
+        .collect::<Result<Vec<_>, String>>()?;
+    if dir.is_dir() {
+        for target in &targets {
+            may_write(target, force).map_err(|problem| format!("{flag} {problem}"))?;
+        }
+    }
+    Ok(SavePlan {
+        dir,
+        chosen: chosen.into_iter().zip(targets).collect(),
+        force,
+    })
+}
+
+/// Writes each distinct shrunk failure of `summary` as planned, as
+/// `DIR/[FLAW-]CLAUSE-seed-SEED.toml` (the folder made if missing).
+pub fn save_failures(summary: &Summary, plan: SavePlan<'_>) -> Result<(), String> {
+    let (flag, dir, force) = (SAVE_FLAG, plan.dir, plan.force);
+    if !dir.is_dir() {
+        std::fs::create_dir(dir).map_err(|error| {
+            format!("{flag} {}: cannot make the folder: {error}", dir.display())
+        })?;
     }
     let origin = "sim merge --save-failures";
-    for (failure, target) in chosen.iter().zip(&targets) {
-        let spec = parse_token(&failure.best_token().to_string())?;
+    for (failure, target) in &plan.chosen {
+        let spec = parse_token(&failure.best_token().to_string()).map_err(|problem| {
+            format!(
+                "{flag}: the failure of seed {}: token: {problem}",
+                failure.seed
+            )
+        })?;
         save_scenario(&spec, target, force, origin).map_err(|problem| {
             let why = if problem.contains("keeps every clause") {
                 " (the summary is from another build, or damaged)"
@@ -115,7 +174,7 @@ pub fn save_failures(summary: &Summary, dir: &Path, force: bool) -> Result<(), S
         .count();
     tell!(
         "saved {} distinct failures in {}{}",
-        targets.len(),
+        plan.chosen.len(),
         dir.display(),
         if not_shrunk > 0 {
             format!(" ({not_shrunk} not shrunk were not saved)")
