@@ -114,6 +114,51 @@ fn every_flag_is_checked_before_the_database_and_names_itself() {
     assert!(stderr.contains("Connection refused"), "{stderr}");
 }
 
+/// clap says only "invalid UTF-8 was detected in one or more arguments";
+/// a variable set by a script in another encoding was blamed on the
+/// command line.
+#[test]
+fn a_value_that_is_not_utf8_is_named() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let latin1 = OsStr::from_bytes(b"postgres://app@127.0.0.1:1/caf\xe9");
+    let run = |command: &mut Command| {
+        let Output { status, stderr, .. } = command.output().expect("start retention-worker");
+        (status.code(), String::from_utf8_lossy(&stderr).into_owned())
+    };
+    let binary = env!("CARGO_BIN_EXE_retention-worker");
+    let (status, stderr) = run(Command::new(binary)
+        .env("DATABASE_URL", latin1)
+        .env("RETENTION_LEASE_NAME", latin1)
+        .arg("--once"));
+    assert_eq!(status, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "note: DATABASE_URL and RETENTION_LEASE_NAME in the environment are not UTF-8"
+        ),
+        "{stderr}"
+    );
+    let (status, stderr) = run(Command::new(binary)
+        .env("DATABASE_URL", NOWHERE)
+        .env("RETENTION_OWNER_ID", latin1)
+        .arg("--once"));
+    assert_eq!(status, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("note: RETENTION_OWNER_ID in the environment is not UTF-8"),
+        "{stderr}"
+    );
+    let (status, stderr) = run(Command::new(binary).env("DATABASE_URL", NOWHERE).args([
+        OsStr::new("--once"),
+        OsStr::new("--owner-id"),
+        latin1,
+    ]));
+    assert_eq!(status, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("note: word 3 of the command line"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_failed_connection_says_why() {
     let (_, stderr) = runner(NOWHERE, &["--once"], &[]);

@@ -6,7 +6,7 @@
 use retention_worker::{MAX_BATCH_SIZE, MAX_TERM_ROW_CAP};
 
 use super::history::{Actor, Event, EventKind, Header, LeaseRec, Outcome};
-use super::limits::{DAY_MS, HOUR_MS, MAX_ROWS};
+use super::limits::{DAY_MS, HOUR_MS, MAX_ROWS, REPLICAS};
 use super::names::OpKind;
 
 /// The header's fields against the ranges a run can have.
@@ -15,8 +15,9 @@ pub(super) fn header_problems(header: &Header) -> Vec<String> {
     let mut outside = |field: &str, value: String, range: String| {
         problems.push(format!("line 1: header.{field}: {value} is not in {range}"));
     };
-    if !(1..=5).contains(&header.replicas) {
-        outside("replicas", header.replicas.to_string(), "1..=5".into());
+    if !REPLICAS.contains(&header.replicas) {
+        let range = format!("{}..={}", REPLICAS.start(), REPLICAS.end());
+        outside("replicas", header.replicas.to_string(), range);
     }
     if !(1..=MAX_BATCH_SIZE).contains(&header.batch_size) {
         let range = format!("1..={MAX_BATCH_SIZE}");

@@ -31,7 +31,7 @@ pub use history::{
     Actor, Event, EventKind, Header, History, Invocation, LeaseRec, Outcome, RowRec,
 };
 pub use jsonl::HISTORY_FORMAT_VERSION;
-pub use limits::{DAY_MS, HOUR_MS, MAX_ROWS};
+pub use limits::{DAY_MS, HOUR_MS, MAX_ROWS, REPLICAS, replicas_problem};
 pub use names::{FaultKnob, Flaw, Named, OpKind, UnknownName};
 pub use overlap::first_per_call;
 pub use spec::{RunSpec, SpecError, WorkerSpec};

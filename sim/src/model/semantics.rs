@@ -1,14 +1,16 @@
 //! What no run can record, each line valid on its own: a crashed process
 //! that acts before it is restarted, a restart of a process that never
 //! crashed, a delete's transaction that commits twice or commits and rolls
-//! back or deletes more rows than it asked for, faults in a history whose
-//! header says none were injected.
+//! back or deletes more rows than it asked for, a clock rate or step no
+//! plan can set, faults in a history whose header says none were injected.
 //! `validate.rs` asks it about every event, in order.
 
 use std::collections::BTreeMap;
 
+use super::faults::RATE_PERMILLE;
 use super::history::{Actor, Event, EventKind, Header};
 use super::history_rules::kind_name;
+use super::limits::DAY_MS;
 
 /// What the events so far say: who is down since which line, how each
 /// delete's transaction ended.
@@ -52,6 +54,7 @@ impl Semantics {
                 ));
             }
         }
+        problems.extend(clock_fault_problems(&event.kind));
         if self.faults_off && is_fault(&event.kind) {
             problems.push(format!(
                 "a {} in a history whose header says no fault was injected (faults_off)",
@@ -204,6 +207,29 @@ fn instants(kind: &EventKind) -> Vec<(&'static str, i64)> {
             vec![("from_ms", *from_ms), ("to_ms", *to_ms)]
         }
         EventKind::ClockRateSet { reading_ms, .. } => vec![("reading_ms", *reading_ms)],
+        _ => vec![],
+    }
+}
+
+/// A clock fault no plan can inject: a rate outside the one every plan
+/// is checked against, or a step longer than a day either way.
+fn clock_fault_problems(kind: &EventKind) -> Vec<String> {
+    match kind {
+        EventKind::ClockRateSet { rate_permille, .. } if !RATE_PERMILLE.contains(rate_permille) => {
+            vec![format!(
+                "rate_permille {rate_permille}: a clock's rate is in {}..={} thousandths",
+                RATE_PERMILLE.start(),
+                RATE_PERMILLE.end()
+            )]
+        }
+        EventKind::ClockStepped { from_ms, to_ms }
+        | EventKind::DbClockStepped { from_ms, to_ms, .. }
+            if to_ms.abs_diff(*from_ms) > DAY_MS =>
+        {
+            vec![format!(
+                "a clock step from {from_ms} to {to_ms}: a step is at most {DAY_MS} ms either way"
+            )]
+        }
         _ => vec![],
     }
 }

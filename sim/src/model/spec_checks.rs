@@ -2,7 +2,7 @@
 //! beyond what its types hold: ranges, counts, and events that name calls,
 //! replicas and instants the run has.
 
-use super::limits::MAX_ROWS;
+use super::limits::{MAX_ROWS, replicas_problem};
 use super::overlap::call_target;
 use super::ranges::check_ranges;
 use super::spec::{RunSpec, SpecError};
@@ -12,11 +12,8 @@ impl RunSpec {
     pub fn validate(&self) -> Result<(), SpecError> {
         check_ranges(self)?;
         let fail = |field: String, problem: String| Err(SpecError { field, problem });
-        if !(1..=5).contains(&self.replicas) {
-            return fail(
-                "replicas".into(),
-                format!("{} is not in 1..=5", self.replicas),
-            );
+        if let Some(problem) = replicas_problem(self.replicas) {
+            return fail("replicas".into(), problem);
         }
         if let Err(error) = self.worker.config().validate() {
             // The worker's own message names the field, value and rule.

@@ -20,7 +20,7 @@ use super::staging::pg_options;
 pub use super::staging::{not_applied, refusal};
 use super::unheard;
 use crate::model::{Actor, Event, EventKind, History, RunSpec, WorkerUnderTest};
-use crate::plan::{RunDraws, strike};
+use crate::plan::{RunDraws, in_turns, strike_in_turn};
 
 /// The delay of each message between a worker and the server, either
 /// way: madsim's default network latency, which the simulator runs on.
@@ -117,12 +117,11 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
         log: log.clone(),
         config: config.clone(),
     });
-    let schedule: Vec<_> = spec
-        .effective_events()
+    let schedule: Vec<_> = in_turns(spec.effective_events())
         .into_iter()
-        .map(|event| {
+        .map(|(event, turn)| {
             let target = target.clone();
-            tokio::spawn(async move { strike(&*target, event).await })
+            tokio::spawn(async move { strike_in_turn(&*target, event, turn).await })
         })
         .collect();
     for replica in &members {

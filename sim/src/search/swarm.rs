@@ -7,7 +7,7 @@ use rand::Rng;
 
 use super::event_draws::draw_events;
 use super::space::{self, fit, maybe, stream};
-use crate::model::{FaultConfig, FaultKnob, RunSpec, WorkerSpec};
+use crate::model::{FaultConfig, FaultKnob, REPLICAS, RunSpec, WorkerSpec};
 
 /// A spec for `seed` drawn from `seed`: the worker's whole configuration,
 /// the database's speed, the call timeout and the server-side bounds, each
@@ -19,7 +19,7 @@ pub fn swarm(seed: u64, replicas: Option<u32>) -> RunSpec {
         seed,
         ..RunSpec::default()
     };
-    spec.replicas = replicas.unwrap_or_else(|| stream(seed, "replicas").gen_range(1..=5));
+    spec.replicas = replicas.unwrap_or_else(|| stream(seed, "replicas").gen_range(REPLICAS));
     spec.worker = draw_worker(seed);
     draw_database(seed, &mut spec);
     let renew_interval_ms = spec.worker.renew_interval_ms;

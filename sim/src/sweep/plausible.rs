@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::summary::{Build, Failure, Summary};
 use crate::checker::{CLAUSES, PROBES};
-use crate::model::Flaw;
+use crate::model::{Flaw, replicas_problem};
 use crate::report::parse_token;
 
 /// Whether `text` may become part of a file name. A summary is a
@@ -50,11 +50,10 @@ pub(crate) fn plausible(summary: &Summary) -> Result<(), String> {
         }
     }
     if summary.build == Build::current()
-        && let Some(replicas) = sweep.replicas
-        && !(1..=5).contains(&replicas)
+        && let Some(problem) = sweep.replicas.and_then(replicas_problem)
     {
         return Err(format!(
-            "sweep.replicas: {replicas} is not in 1..=5, the replicas a run can have"
+            "sweep.replicas: {problem}, the replicas a run can have"
         ));
     }
     let interrupted = summary.shards.held.iter().any(|s| s.visited < sweep.seeds);

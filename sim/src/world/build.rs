@@ -23,7 +23,7 @@ use super::spin::{Liveness, SpinMeter};
 use crate::calls::CallLedger;
 use crate::db::{Bounds, Records};
 use crate::model::{Actor, EventKind, Header, History, RunSpec};
-use crate::plan::{JitterSeed, ReplicaPlan, RunDraws, strike};
+use crate::plan::{JitterSeed, ReplicaPlan, RunDraws, in_turns, strike_in_turn};
 
 /// A fresh madsim runtime for `spec`: its seed, its network, and a time
 /// limit past which a run counts as stuck.
@@ -238,14 +238,14 @@ pub async fn simulate(
         world: world.clone(),
     });
     // Overlapping faults of one kind merged, as they take effect.
-    for event in spec.effective_events() {
+    for (event, turn) in in_turns(spec.effective_events()) {
         let target = SimTarget {
             handle: handle.clone(),
             replicas: replicas.clone(),
             recorder: recorder.clone(),
             db: db.clone(),
         };
-        faults_node.spawn(async move { strike(&target, event).await });
+        faults_node.spawn(async move { strike_in_turn(&target, event, turn).await });
     }
 
     madsim::time::sleep(Duration::from_millis(spec.duration_ms)).await;

@@ -41,14 +41,19 @@ fn digest(seeds: std::ops::Range<u64>, spec_of: impl Fn(u64) -> RunSpec) -> Stri
 }
 
 /// Pinned before the first move of issue 38 (at 66a9685): each block's
-/// name, its seeds and its digest.
+/// name, its seeds and its digest. One block changed since, on purpose:
+/// seed 1365 plans a pause of r2 and a stall of the standby both at
+/// 46,262 ms, and madsim woke the stall first; faults at one instant now
+/// take effect in the plan's order (issue 39), so its history records the
+/// pause first (it was `892a9349629922c6`). Every other seed's history
+/// is byte-for-byte as it was.
 const PINNED: &[(&str, &str)] = &[
     ("production 0..250", "651d6853a03851bd"),
     ("production 250..500", "8719697c5aad9750"),
     ("production 500..750", "7bbdde975ee07877"),
     ("production 750..1000", "3eadc681cfb9416c"),
     ("production 1000..1250", "d2fe66ce83ef1ea9"),
-    ("production 1250..1500", "892a9349629922c6"),
+    ("production 1250..1500", "3f277120b8ba47bd"),
     ("production 1500..1750", "1c8344eb8552a3fa"),
     ("production 1750..2000", "3efa8731c4b06943"),
     ("overlapping-renewals 0..100", "f7e2716cb26eead4"),

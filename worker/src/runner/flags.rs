@@ -180,9 +180,14 @@ impl RunnerConfig {
 /// For a refused value the environment gave (clap names only the flag):
 /// `note: the value came from RETENTION_BATCH_SIZE in the environment`.
 /// `args` are the command line's words; a flag given there is not noted.
+/// A value that is not UTF-8 (clap says only "invalid UTF-8 was detected
+/// in one or more arguments") is named too: the variable, or the word.
 pub fn environment_note(error: &clap::Error, args: &[String]) -> Option<String> {
     use clap::CommandFactory;
-    use clap::error::{ContextKind, ContextValue};
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() == ErrorKind::InvalidUtf8 {
+        return Some(not_utf8_note(args));
+    }
     let Some(ContextValue::String(invalid)) = error.get(ContextKind::InvalidArg) else {
         return None;
     };
@@ -198,6 +203,30 @@ pub fn environment_note(error: &clap::Error, args: &[String]) -> Option<String> 
     let variable = arg.get_env()?.to_str()?;
     (!given && std::env::var_os(variable).is_some())
         .then(|| format!("note: the value came from {variable} in the environment"))
+}
+
+/// Which value is not UTF-8: a word of the command line (`args`, read
+/// lossily, so it holds U+FFFD), or else a variable a flag reads.
+fn not_utf8_note(args: &[String]) -> String {
+    use clap::CommandFactory;
+    if let Some((index, word)) =
+        (args.iter().enumerate().skip(1)).find(|(_, w)| w.contains('\u{FFFD}'))
+    {
+        return format!("note: word {index} of the command line ({word:?}) is not UTF-8");
+    }
+    let command = RunnerConfig::command();
+    let variables: Vec<&str> = (command.get_arguments())
+        .filter_map(|arg| arg.get_env()?.to_str())
+        .filter(|variable| std::env::var_os(variable).is_some_and(|v| v.to_str().is_none()))
+        .collect();
+    match variables.as_slice() {
+        [] => "note: a value given is not UTF-8".into(),
+        [name] => format!("note: {name} in the environment is not UTF-8; every value is text"),
+        names => format!(
+            "note: {} in the environment are not UTF-8; every value is text",
+            names.join(" and ")
+        ),
+    }
 }
 
 /// `host-pid`, or `replica-pid` when the host name is unknown or blank: two

@@ -67,12 +67,63 @@ pub fn preflight(
     Ok(())
 }
 
+/// Whether `dir` is a folder, or can be made as one: nothing by its name,
+/// and its parent a folder (a mistyped path is not built level by level).
+pub fn folder_or_makeable(flag: &str, dir: &Path) -> Result<(), String> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+    if std::fs::symlink_metadata(dir).is_ok() || parent.is_some_and(|p| !p.is_dir()) {
+        return Err(format!(
+            "{flag} {}: not a folder, and cannot be made (is its parent a folder?)",
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Makes `dir` when it is missing; whether it was made here.
+pub fn make_folder(flag: &str, dir: &Path) -> Result<bool, String> {
+    if dir.is_dir() {
+        return Ok(false);
+    }
+    std::fs::create_dir(dir)
+        .map(|()| true)
+        .map_err(|error| format!("{flag} {}: cannot make the folder: {error}", dir.display()))
+}
+
+/// Refuses two of `files` that would write one `NAME.EXT` in `dir` (each
+/// scenario's output is named after its file): one file listed twice, or
+/// two of one name in two folders.
+pub fn one_name_each(flag: &str, dir: &Path, files: &[PathBuf], ext: &str) -> Result<(), String> {
+    let mut seen: std::collections::BTreeMap<&std::ffi::OsStr, &Path> = Default::default();
+    for file in files {
+        let Some(stem) = file.file_stem() else {
+            continue;
+        };
+        if let Some(first) = seen.insert(stem, file) {
+            let how = if same_file_key(first) == same_file_key(file) {
+                format!("{} is listed twice", file.display())
+            } else {
+                format!("{} and {} have one name", first.display(), file.display())
+            };
+            return Err(format!(
+                "{flag} {}: {how}, and both would write {}.{ext} there",
+                dir.display(),
+                stem.to_string_lossy()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Whether a file can be made at `path` (or beside it, when it exists):
 /// a folder that refuses new files (read-only, a full inode table,
 /// `/proc`), a name too long for the file system or one that ends in `/`
 /// would otherwise be found only when the write comes, after the work.
 /// A new name is tried itself, and removed at once.
-fn folder_takes_files(path: &Path) -> Result<(), String> {
+pub fn folder_takes_files(path: &Path) -> Result<(), String> {
     let probe = if std::fs::symlink_metadata(path).is_ok() {
         beside(path)
     } else {

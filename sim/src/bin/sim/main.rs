@@ -55,6 +55,7 @@ fn scenario_pictures(
     if !path.is_dir() {
         return Vec::new(); // refused by the scenario run, naming the problem
     }
+    // Two files of one name: refused by `one_name_each` before this runs.
     files
         .iter()
         .map(|file| {
@@ -172,7 +173,9 @@ fn status() -> u8 {
         } => scenario_inputs(files).and_then(|files| {
             let inputs: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
             preflight(&inputs, &[("--table", table.as_deref())], force)
-                .and_then(|()| real::histories_folder(out.as_deref(), &files, force))
+                .and_then(|()| {
+                    real::histories_folder(out.as_deref(), table.as_deref(), &files, force)
+                })
                 .and_then(|()| {
                     real::scenarios_real(&files, table.as_deref(), out.as_deref(), force)
                 })
@@ -186,6 +189,9 @@ fn status() -> u8 {
             ..
         } => scenario_inputs(files).and_then(|files| {
             let inputs: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
+            if let Some(folder) = svg.as_deref().filter(|svg| svg.is_dir()) {
+                files::one_name_each("--svg", folder, &files, "svg")?;
+            }
             let pictures = scenario_pictures(&files, svg.as_deref());
             let outputs: Vec<(&str, Option<&std::path::Path>)> = pictures
                 .iter()

@@ -168,35 +168,42 @@ fn write(path: &Path, text: &str, force: bool) -> Result<(), String> {
     crate::files::write_checked(path, text, force, |_| Ok(()))
 }
 
-/// Checks `--out DIR` before any run: DIR exists, and no `NAME.jsonl` a
-/// scenario would write is there unless `force`.
+/// Checks `--out DIR` before any run: DIR is a folder or can be made (it
+/// is made here), no two scenarios write one `NAME.jsonl` there, none is
+/// the table or an input, and none that is there is replaced unless
+/// `force`. A folder made here for a refused command is removed.
 pub fn histories_folder(
     out: Option<&Path>,
+    table: Option<&Path>,
     files: &[std::path::PathBuf],
     force: bool,
 ) -> Result<(), String> {
+    use crate::files::{distinct, folder_or_makeable, folder_takes_files, make_folder, may_write};
     let Some(out) = out else {
         return Ok(());
     };
-    // Made here, before any run, as `replay --real --out` makes its own;
-    // only inside a folder that exists, so a mistyped path is not built.
-    if !out.is_dir() {
-        let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
-        if out.exists() || parent.is_some_and(|p| !p.is_dir()) {
-            return Err(format!(
-                "--out {}: not a folder, and cannot be made (is its parent a folder?)",
-                out.display()
-            ));
-        }
-        std::fs::create_dir(out)
-            .map_err(|error| format!("--out {}: cannot make it: {error}", out.display()))?;
-    }
+    folder_or_makeable("--out", out)?;
+    crate::files::one_name_each("--out", out, files, "jsonl")?;
+    let mut histories = Vec::with_capacity(files.len());
     for file in files {
         let scenario = Scenario::load(file).map_err(|error| error.to_string())?;
-        let jsonl = out.join(format!("{}.jsonl", scenario.name));
-        crate::files::may_write(&jsonl, force).map_err(|problem| format!("--out {problem}"))?;
+        histories.push(out.join(format!("{}.jsonl", scenario.name)));
     }
-    Ok(())
+    let inputs: Vec<&Path> = files.iter().map(std::path::PathBuf::as_path).collect();
+    let outputs: Vec<(&str, &Path)> = (table.map(|table| ("--table", table)).into_iter())
+        .chain(histories.iter().map(|history| ("--out", history.as_path())))
+        .collect();
+    distinct(&inputs, &outputs)?;
+    let made = make_folder("--out", out)?;
+    let checked = histories.iter().try_for_each(|history| {
+        may_write(history, force)
+            .and_then(|()| folder_takes_files(history))
+            .map_err(|problem| format!("--out {problem}"))
+    });
+    if checked.is_err() && made {
+        let _ = std::fs::remove_dir(out);
+    }
+    checked
 }
 
 /// `sim scenario --real FILES`: each scenario run in the simulator and

@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use retention_sim::RunSpec;
+use retention_sim::model::replicas_problem;
 use retention_sim::report::replay_command;
 use retention_sim::search::{
     BenchConfig, ExploreConfig, ExploreSummary, FailedSeed, SHRINK_RUNS, Shrunk, bench,
@@ -48,10 +49,8 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
     if !(1..=MAX_JOBS).contains(&args.jobs) {
         return Err(format!("--jobs: {} is not in 1..={MAX_JOBS}", args.jobs));
     }
-    if let Some(replicas) = args.replicas
-        && !(1..=5).contains(&replicas)
-    {
-        return Err(format!("--replicas: {replicas} is not in 1..=5"));
+    if let Some(problem) = args.replicas.and_then(replicas_problem) {
+        return Err(format!("--replicas: {problem}"));
     }
     let config = ExploreConfig {
         seeds: args.seeds,

@@ -102,15 +102,7 @@ pub fn plan_saves<'a>(
     force: bool,
 ) -> Result<SavePlan<'a>, String> {
     let flag = SAVE_FLAG;
-    if !dir.is_dir() {
-        let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
-        if dir.exists() || parent.is_some_and(|p| !p.is_dir()) {
-            return Err(format!(
-                "{flag} {}: not a folder, and cannot be made (is its parent a folder?)",
-                dir.display()
-            ));
-        }
-    }
+    crate::files::folder_or_makeable(flag, dir)?;
     let mut chosen: Vec<&Failure> = distinct(summary).into_values().collect();
     chosen.sort_by_key(|failure| failure.seed);
     let targets = chosen
@@ -141,11 +133,7 @@ pub fn plan_saves<'a>(
 /// `DIR/[FLAW-]CLAUSE-seed-SEED.toml` (the folder made if missing).
 pub fn save_failures(summary: &Summary, plan: SavePlan<'_>) -> Result<(), String> {
     let (flag, dir, force) = (SAVE_FLAG, plan.dir, plan.force);
-    if !dir.is_dir() {
-        std::fs::create_dir(dir).map_err(|error| {
-            format!("{flag} {}: cannot make the folder: {error}", dir.display())
-        })?;
-    }
+    crate::files::make_folder(flag, dir)?;
     let origin = "sim merge --save-failures";
     for (failure, target) in &plan.chosen {
         let spec = parse_token(&failure.best_token().to_string()).map_err(|problem| {
