@@ -15,9 +15,12 @@ use test_support::{MeteredProxy, TempServer, Traffic, insert_old_rows};
 use crate::runtime;
 
 /// Long beside the server's own time for a statement on loopback (well
-/// under a millisecond; a SCRAM exchange a few): a call's time divided by
-/// it, rounded, counts its round trips.
-const DELAY: Duration = Duration::from_millis(100);
+/// under a millisecond) and the client's work between replies: a call's
+/// time divided by it, rounded, counts its round trips. At 100 ms a fresh
+/// connection's acquire once counted 6 round trips for 5 on an idle
+/// 2-core machine (the test build's unoptimised SCRAM key derivation runs
+/// between two replies); at 300 ms that work would have to take 150 ms.
+const DELAY: Duration = Duration::from_millis(300);
 
 /// One call's measure: round trips by time, and what crossed the wire.
 #[derive(Debug)]
