@@ -122,41 +122,37 @@ fn a_value_that_is_not_utf8_is_named() {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
     let latin1 = OsStr::from_bytes(b"postgres://app@127.0.0.1:1/caf\xe9");
-    let run = |command: &mut Command| {
-        let Output { status, stderr, .. } = command.output().expect("start retention-worker");
-        (status.code(), String::from_utf8_lossy(&stderr).into_owned())
-    };
-    let binary = env!("CARGO_BIN_EXE_retention-worker");
-    let (status, stderr) = run(Command::new(binary)
-        .env("DATABASE_URL", latin1)
-        .env("RETENTION_LEASE_NAME", latin1)
-        .arg("--once"));
-    assert_eq!(status, Some(2), "{stderr}");
-    assert!(
-        stderr.contains(
-            "note: DATABASE_URL and RETENTION_LEASE_NAME in the environment are not UTF-8"
+    let nowhere = OsStr::new(NOWHERE);
+    /// Environment, flags after `--once`, and the note expected.
+    type Case<'a> = (Vec<(&'a str, &'a OsStr)>, Vec<&'a OsStr>, &'a str);
+    let cases: [Case; 3] = [
+        (
+            vec![("DATABASE_URL", latin1), ("RETENTION_LEASE_NAME", latin1)],
+            vec![],
+            "note: DATABASE_URL and RETENTION_LEASE_NAME in the environment are not UTF-8",
         ),
-        "{stderr}"
-    );
-    let (status, stderr) = run(Command::new(binary)
-        .env("DATABASE_URL", NOWHERE)
-        .env("RETENTION_OWNER_ID", latin1)
-        .arg("--once"));
-    assert_eq!(status, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("note: RETENTION_OWNER_ID in the environment is not UTF-8"),
-        "{stderr}"
-    );
-    let (status, stderr) = run(Command::new(binary).env("DATABASE_URL", NOWHERE).args([
-        OsStr::new("--once"),
-        OsStr::new("--owner-id"),
-        latin1,
-    ]));
-    assert_eq!(status, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("note: word 3 of the command line"),
-        "{stderr}"
-    );
+        (
+            vec![("DATABASE_URL", nowhere), ("RETENTION_OWNER_ID", latin1)],
+            vec![],
+            "note: RETENTION_OWNER_ID in the environment is not UTF-8",
+        ),
+        (
+            vec![("DATABASE_URL", nowhere)],
+            vec![OsStr::new("--owner-id"), latin1],
+            "note: word 3 of the command line",
+        ),
+    ];
+    for (env, args, expected) in cases {
+        let output = Command::new(env!("CARGO_BIN_EXE_retention-worker"))
+            .envs(env)
+            .arg("--once")
+            .args(args)
+            .output()
+            .expect("start retention-worker");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+    }
 }
 
 #[test]
