@@ -38,7 +38,12 @@ fn read(path: &Path, limit_bytes: u64, cut_short: bool) -> Result<String, InputE
         line: None,
         problem: error.to_string(),
     })?;
-    let mut bytes = Vec::new();
+    // Sized once from the file's length: a buffer that doubles as it
+    // fills holds up to twice a large file while it reads.
+    let expected = file
+        .metadata()
+        .map_or(0, |meta| meta.len().min(limit_bytes));
+    let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
     file.take(limit_bytes + 1)
         .read_to_end(&mut bytes)
         .map_err(|error| InputError {

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::summary::{
-    Build, FORMAT, Failure, ShardPart, Shards, ShrunkPlan, Summary, Sweep, VERSION,
+    Build, FORMAT, Failure, ShardPart, Shards, ShrunkPlan, Summary, Sweep, Token, VERSION,
 };
 use crate::model::RunSpec;
 use crate::report::replay_token;
@@ -21,8 +21,8 @@ impl Summary {
         shrink_max: u64,
         command: &str,
     ) -> Self {
-        let token = |spec: &RunSpec| -> serde_json::Value {
-            serde_json::from_str(&replay_token(spec)).expect("a token is JSON")
+        let token = |spec: &RunSpec| -> Token {
+            Token::new(&serde_json::from_str(&replay_token(spec)).expect("a token is JSON"))
         };
         let failures = swept
             .failures

@@ -10,23 +10,27 @@ use super::summary::Summary;
 
 /// The summary of every shard in `parts`, and the shards none holds, as
 /// runs of consecutive indices (so a count of 2^64 - 1 costs what the
-/// summaries hold, not a list of every index).
+/// summaries hold, not a list of every index). The parts are taken, not
+/// copied: their failures move into the merged summary.
 pub fn merge(
-    parts: &[(&Path, Summary)],
+    parts: Vec<(&Path, Summary)>,
     command: &str,
 ) -> Result<(Summary, Vec<RangeInclusive<u64>>), String> {
-    let (first_path, first) = parts.first().ok_or("no summary to merge")?;
-    let mut merged = first.clone();
+    let mut parts = parts.into_iter();
+    let (first_path, mut merged) = parts.next().ok_or("no summary to merge")?;
     merged.command = command.to_owned();
     // Which summary holds each shard so far: one look-up per shard.
     let mut holders: BTreeMap<u64, &Path> = BTreeMap::new();
-    for shard in &first.shards.held {
-        holders.insert(shard.index, *first_path);
+    for shard in &merged.shards.held {
+        holders.insert(shard.index, first_path);
     }
-    for (at, (path, part)) in parts.iter().enumerate().skip(1) {
-        same_sweep((first_path, first), (path, part))?;
+    let mut added = vec![first_path.display().to_string()];
+    for (path, part) in parts {
+        // Adding never changes the build, the sweep or the shard count:
+        // the merged summary still has the first part's.
+        same_sweep((first_path, &merged), (path, &part))?;
         for shard in &part.shards.held {
-            if let Some(holder) = holders.insert(shard.index, *path) {
+            if let Some(holder) = holders.insert(shard.index, path) {
                 return Err(format!(
                     "shard {}/{} is in both {} and {}: a shard is merged once",
                     shard.index,
@@ -36,11 +40,8 @@ pub fn merge(
                 ));
             }
         }
+        added.push(path.display().to_string());
         add(&mut merged, part).map_err(|field| {
-            let added: Vec<String> = parts[..=at]
-                .iter()
-                .map(|(path, _)| path.display().to_string())
-                .collect();
             let limit = if field.ends_with("_secs") {
                 "the largest finite number"
             } else {
@@ -130,7 +131,7 @@ fn j(value: &impl serde::Serialize) -> String {
 
 /// Adds `part`'s runs to `merged`; a count that would pass 2^64 - 1 names
 /// its field instead.
-fn add(merged: &mut Summary, part: &Summary) -> Result<(), String> {
+fn add(merged: &mut Summary, part: Summary) -> Result<(), String> {
     fn sum(total: &mut u64, more: u64, field: &str) -> Result<(), String> {
         *total = total.checked_add(more).ok_or_else(|| field.to_owned())?;
         Ok(())
@@ -169,6 +170,6 @@ fn add(merged: &mut Summary, part: &Summary) -> Result<(), String> {
         (Some(a), Some(b)) => Some(a.max(b)),
         (a, b) => a.or(b),
     };
-    merged.failures.extend(part.failures.iter().cloned());
+    merged.failures.extend(part.failures);
     Ok(())
 }

@@ -15,8 +15,11 @@ mod summary;
 mod triage;
 
 pub use crate::search::Shard;
+pub use load::SUMMARY_LIMIT_BYTES;
 pub use merge::merge;
 pub use plausible::file_name_part;
 pub use shard_plan::{DEFAULT_SHRINK_MAX, PlannedSweep, SHARDS_MAX};
-pub use summary::{Build, FORMAT, Failure, ShardPart, Shards, ShrunkPlan, Summary, Sweep, VERSION};
+pub use summary::{
+    Build, FORMAT, Failure, ShardPart, Shards, ShrunkPlan, Summary, Sweep, Token, VERSION,
+};
 pub use triage::{Triage, distinct, triage};

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::summary::{Build, Failure, Summary};
+use super::summary::{Build, Failure, Summary, Token};
 use crate::checker::{CLAUSES, PROBES};
 use crate::model::{Flaw, replicas_problem};
 use crate::report::parse_token;
@@ -150,11 +150,9 @@ fn failure_plausible(
     // Another build's plans are its own (its rules and ranges may differ):
     // only their shape and seed are held to this build's.
     if summary.build != Build::current() {
-        let seed = failure
-            .token
-            .get("seed")
-            .and_then(serde_json::Value::as_u64);
-        if !failure.token.is_object() || seed != Some(failure.seed) {
+        let token = failure.token.value();
+        let seed = token.get("seed").and_then(serde_json::Value::as_u64);
+        if !token.is_object() || seed != Some(failure.seed) {
             return Err(format!(
                 "token: not a plan of seed {} (an object naming its seed)",
                 failure.seed
@@ -162,9 +160,8 @@ fn failure_plausible(
         }
         return Ok(());
     }
-    let plan = |field: &str, token: &serde_json::Value| {
-        let spec =
-            parse_token(&token.to_string()).map_err(|problem| format!("{field}: {problem}"))?;
+    let plan = |field: &str, token: &Token| {
+        let spec = parse_token(token.as_str()).map_err(|problem| format!("{field}: {problem}"))?;
         let flaw = spec.flaw.map(|flaw| flaw.name().to_owned());
         if flaw != summary.sweep.flaw {
             let name = |flaw: &Option<String>| flaw.clone().unwrap_or_else(|| "no flaw".into());

@@ -2,8 +2,9 @@
 //! prints and `--summary` writes, and what `merge` reads, checks and adds up.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::search::Shard;
@@ -123,7 +124,7 @@ pub struct Failure {
     /// Each violated clause once, in the order found; the first is shrunk.
     pub clauses: Vec<String>,
     /// The replay token of the run as drawn.
-    pub token: Value,
+    pub token: Token,
     /// The smallest plan found, when the failure was shrunk.
     pub shrunk: Option<ShrunkPlan>,
 }
@@ -135,7 +136,7 @@ pub struct ShrunkPlan {
     /// The clause the shrink kept violated.
     pub clause: String,
     /// The replay token of the smallest plan.
-    pub token: Value,
+    pub token: Token,
     /// The plan's size as drawn.
     pub size_before: u64,
     /// The plan's size once shrunk.
@@ -146,7 +147,7 @@ pub struct ShrunkPlan {
 
 impl Failure {
     /// The token to replay: the shrunk one when there is one.
-    pub fn best_token(&self) -> &Value {
+    pub fn best_token(&self) -> &Token {
         self.shrunk
             .as_ref()
             .map_or(&self.token, |shrunk| &shrunk.token)
@@ -157,11 +158,54 @@ impl Failure {
     /// shrunk has none.
     pub fn signature(&self) -> Option<String> {
         let shrunk = self.shrunk.as_ref()?;
-        let mut plan = shrunk.token.clone();
+        let mut plan = shrunk.token.value();
         if let Value::Object(map) = &mut plan {
             map.remove("seed");
         }
         Some(format!("{} {plan}", shrunk.clause))
+    }
+}
+
+/// A replay token held as its compact JSON text, keys sorted as a
+/// [`Value`] prints them; it reads and writes as the JSON object itself.
+/// A swarm plan as a `Value` tree takes several times its text, and a
+/// summary may list a million failures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+impl Token {
+    /// The token of a JSON value.
+    pub fn new(value: &Value) -> Self {
+        Self(value.to_string())
+    }
+
+    /// The compact JSON text: what `replay` takes.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The token as a JSON value, parsed again.
+    pub fn value(&self) -> Value {
+        serde_json::from_str(&self.0).expect("a token's text is the JSON it was made from")
+    }
+}
+
+/// Prints [`Token::as_str`].
+impl fmt::Display for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for Token {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.value().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Token {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Value::deserialize(deserializer).map(|value| Self::new(&value))
     }
 }
 

@@ -231,6 +231,14 @@ fn triage_sorts_failures_into_new_still_failing_and_fixed() {
     let triage = |current: &str, baseline: &str| {
         let (code, out, err) = sim_in(&dir, &["merge", current, "--baseline", baseline, "--json"]);
         let value: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
+        // One compact object, every object's keys sorted, as `json!` prints
+        // (floats aside: serde_json reads some back a last digit off).
+        let failures = value["summary"]["failures"].to_string();
+        assert!(
+            out.starts_with(r#"{"summary":{"build":"#)
+                && out.contains(&format!(r#""failures":{failures},"format":"#)),
+            "{out}"
+        );
         let count = |section: &str| value["triage"][section].as_array().unwrap().len();
         (code, count("new"), count("still_failing"), count("fixed"))
     };

@@ -69,7 +69,7 @@ fn two_shards_merge_into_the_whole_sweep() {
         shard_summary(Shard::parse("1/2").unwrap()),
         shard_summary(Shard::parse("2/2").unwrap()),
     ];
-    let (merged, missing) = merge(&named(&halves), "merge").expect("two halves merge");
+    let (merged, missing) = merge(named(&halves), "merge").expect("two halves merge");
     assert!(missing.is_empty());
     assert_eq!(merged.runs, SEEDS);
     assert_eq!(merged.runs, whole.runs);
@@ -85,10 +85,10 @@ fn two_shards_merge_into_the_whole_sweep() {
 #[test]
 fn a_merge_names_a_missing_shard_and_refuses_one_held_twice() {
     let first = shard_summary(Shard::parse("1/3").unwrap());
-    let (merged, missing) = merge(&named(std::slice::from_ref(&first)), "merge").unwrap();
+    let (merged, missing) = merge(named(std::slice::from_ref(&first)), "merge").unwrap();
     assert_eq!(missing, [2..=3]);
     assert_eq!(merged.runs, Shard::parse("1/3").unwrap().seeds_in(SEEDS));
-    let twice = merge(&named(&[first.clone(), first]), "merge").unwrap_err();
+    let twice = merge(named(&[first.clone(), first]), "merge").unwrap_err();
     assert!(
         twice.contains("shard 1/3 is in both a.json and b.json"),
         "{twice}"

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use retention_sim::sweep::{Build, Summary, merge, triage};
+use serde_json::Value;
 
 use crate::args::MergeArgs;
 use crate::files::{preflight, write_checked};
@@ -52,8 +53,13 @@ pub fn run_merge(args: &MergeArgs) -> Result<u8, String> {
         None => None,
     };
     let command = crate::output::command_line();
-    let (merged, missing) = merge(&parts, &command)?;
+    let (mut merged, missing) = merge(parts, &command)?;
     let triaged = baseline.as_ref().map(|old| triage(&merged, old));
+    // Made before the saves are planned: they borrow the merged failures.
+    let triaged_json = match (&triaged, args.json) {
+        (Some(triaged), true) => Some(with_triage(&mut merged, &triaged.to_json())),
+        _ => None,
+    };
     // Every output is checked before the first is written.
     let saves = match &args.save_failures {
         Some(dir) => Some(plan_saves(&merged, dir, args.force)?),
@@ -70,11 +76,8 @@ pub fn run_merge(args: &MergeArgs) -> Result<u8, String> {
         );
     }
     if args.json {
-        match &triaged {
-            Some(triaged) => say!(
-                "{}",
-                serde_json::json!({ "summary": &merged, "triage": triaged.to_json() })
-            ),
+        match &triaged_json {
+            Some(text) => say!("{text}"),
             None => say!("{}", merged.to_json()),
         }
     } else {
@@ -105,4 +108,41 @@ pub fn run_merge(args: &MergeArgs) -> Result<u8, String> {
     } else {
         0
     })
+}
+
+/// `merge --json --baseline`'s `{"summary": ..., "triage": ...}` as
+/// `json!` prints it (compact, every object's keys sorted), made a failure
+/// at a time: a `Value` tree of a million failures takes gigabytes.
+fn with_triage(merged: &mut Summary, triage: &Value) -> String {
+    let failures = std::mem::take(&mut merged.failures);
+    let head = serde_json::to_value(&*merged).expect("a summary serialises");
+    merged.failures = failures;
+    let Value::Object(head) = head else {
+        unreachable!("a summary serialises as an object")
+    };
+    let mut text = String::from(r#"{"summary":{"#);
+    for (at, (key, value)) in head.iter().enumerate() {
+        if at > 0 {
+            text.push(',');
+        }
+        text.push_str(&Value::String(key.clone()).to_string());
+        text.push(':');
+        if key != "failures" {
+            text.push_str(&value.to_string());
+            continue;
+        }
+        text.push('[');
+        for (n, failure) in merged.failures.iter().enumerate() {
+            if n > 0 {
+                text.push(',');
+            }
+            let failure = serde_json::to_value(failure).expect("a failure serialises");
+            text.push_str(&failure.to_string());
+        }
+        text.push(']');
+    }
+    text.push_str(r#"},"triage":"#);
+    text.push_str(&triage.to_string());
+    text.push('}');
+    text
 }

@@ -11,7 +11,7 @@ use retention_sim::report::{parse_token, replay_command};
 
 use crate::commands::print_shrunk_plan;
 use crate::output::say;
-use retention_sim::sweep::Summary;
+use retention_sim::sweep::{Summary, Token};
 
 /// Failures listed by seed after the first; the rest are in the JSON.
 const FAILURES_LISTED: usize = 10;
@@ -56,8 +56,8 @@ pub fn print_summary(summary: &Summary, missing: &[RangeInclusive<u64>]) -> Resu
 
 /// The plan of the failure of `seed`, or an error naming the failure and
 /// the field: another build's summary may hold plans this one cannot read.
-fn plan_of(seed: u64, field: &str, token: &serde_json::Value) -> Result<RunSpec, String> {
-    parse_token(&token.to_string())
+fn plan_of(seed: u64, field: &str, token: &Token) -> Result<RunSpec, String> {
+    parse_token(token.as_str())
         .map_err(|problem| format!("the failure of seed {seed}: {field}: {problem}"))
 }
 

@@ -28,7 +28,7 @@ pub fn print_triage(triaged: &Triage, path: &Path, baseline: &Summary) {
     for (name, failures) in sections {
         say!("  {name}: {}", failures.len());
         for failure in failures {
-            let command = parse_token(&failure.best_token().to_string()).map_or_else(
+            let command = parse_token(failure.best_token().as_str()).map_or_else(
                 |_| failure.best_token().to_string(),
                 |spec| replay_command(&spec),
             );
@@ -136,7 +136,7 @@ pub fn save_failures(summary: &Summary, plan: SavePlan<'_>) -> Result<(), String
     crate::files::make_folder(flag, dir)?;
     let origin = "sim merge --save-failures";
     for (failure, target) in &plan.chosen {
-        let spec = parse_token(&failure.best_token().to_string()).map_err(|problem| {
+        let spec = parse_token(failure.best_token().as_str()).map_err(|problem| {
             format!(
                 "{flag}: the failure of seed {}: token: {problem}",
                 failure.seed
