@@ -76,20 +76,22 @@ impl WorkerConfig {
                 })
             }
         };
-        let batch = self.batch_size;
-        check(
-            (1..=MAX_BATCH_SIZE).contains(&batch),
-            "batch_size",
-            batch.into(),
-            "must be in 1..=200 (CAP-1)",
-        )?;
-        let cap = self.term_row_cap;
-        check(
-            (1..=MAX_TERM_ROW_CAP).contains(&cap),
-            "term_row_cap",
-            cap.into(),
-            "must be in 1..=1000 (CAP-1)",
-        )?;
+        for (field, count, most, rule) in [
+            (
+                "batch_size",
+                self.batch_size,
+                MAX_BATCH_SIZE,
+                "must be in 1..=200 (CAP-1)",
+            ),
+            (
+                "term_row_cap",
+                self.term_row_cap,
+                MAX_TERM_ROW_CAP,
+                "must be in 1..=1000 (CAP-1)",
+            ),
+        ] {
+            check((1..=most).contains(&count), field, count.into(), rule)?;
+        }
         check(
             self.retention_ms > 0,
             "retention_ms",

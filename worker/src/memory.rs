@@ -213,20 +213,13 @@ impl<C: Clock> LeaseService for InMemoryBackend<C> {
 }
 
 impl<C: Clock> RecordsRepository for InMemoryBackend<C> {
-    async fn delete_batch(
-        &self,
-        older_than_ms: i64,
-        limit: u32,
-        fencing_token: u64,
-    ) -> Result<u64, CallError> {
+    async fn delete_batch(&self, cutoff_ms: i64, limit: u32, token: u64) -> Result<u64, CallError> {
         let now_ms = self.clock.now_ms();
         self.with_tables(|leases, records| {
             leases
-                .check_fence(fencing_token, now_ms)
-                .map_err(|rejection| {
-                    CallError::fenced(format!("token {fencing_token}: {rejection}"))
-                })?;
-            Ok(records.delete_older_than(older_than_ms, limit).len() as u64)
+                .check_fence(token, now_ms)
+                .map_err(|rejection| CallError::fenced(format!("token {token}: {rejection}")))?;
+            Ok(records.delete_older_than(cutoff_ms, limit).len() as u64)
         })
     }
 }

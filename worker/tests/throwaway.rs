@@ -104,14 +104,9 @@ fn a_busy_port_or_a_failed_start_says_why_and_where_the_log_is() {
 
     // Port 1 is free but privileged: the server cannot bind it, and the
     // error says where its log is and quotes it.
-    let dir = test_support::private_dir("throwaway-test-").keep();
+    let dir = test_support::ScratchDir::new("throwaway-test-");
     let folder = dir.to_str().expect("a UTF-8 path");
-    let failed = script(
-        &["start"],
-        &[("RETENTION_PG_PORT", "1"), ("RETENTION_PG_DIR", folder)],
-    );
-    let stderr = String::from_utf8_lossy(&failed.stderr);
-    assert_eq!(failed.status.code(), Some(1), "{stderr}");
+    let stderr = start_failing_on_port_1(folder);
     assert!(
         stderr.contains("the server did not start on port 1"),
         "{stderr}"
@@ -248,7 +243,7 @@ fn a_port_taken_between_the_probe_and_the_start_is_passed_over() {
 fn a_folder_the_script_did_not_make_is_never_changed_or_removed() {
     use std::os::unix::fs::PermissionsExt;
     let _ports = ports();
-    let dir = test_support::private_dir("throwaway-kept-").keep();
+    let dir = test_support::ScratchDir::new("throwaway-kept-");
     std::fs::create_dir(dir.join("data")).expect("mkdir");
     std::fs::write(dir.join("data").join("important.txt"), "precious").expect("write");
     std::fs::write(dir.join("notes.txt"), "mine").expect("write");
@@ -284,7 +279,6 @@ fn a_folder_the_script_did_not_make_is_never_changed_or_removed() {
     );
     assert_eq!(stopped.status.code(), Some(2), "{stopped:?}");
     assert_eq!(std::fs::read_to_string(&file).expect("kept"), "mine");
-    std::fs::remove_dir_all(&dir).expect("clean up");
 }
 
 /// A folder named with a space, or relative to the caller: the export
@@ -295,14 +289,17 @@ fn a_folder_the_script_did_not_make_is_never_changed_or_removed() {
 fn odd_folder_names_work_or_are_refused_and_a_failed_start_says_how_to_clean_up() {
     let _ports = ports();
     use std::os::unix::fs::PermissionsExt;
-    let dir = test_support::private_dir("throwaway-names-").keep();
+    let dir = test_support::ScratchDir::new("throwaway-names-");
     // The server's user must pass through it (as root, the server runs as
     // `postgres`); nobody else may list it.
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o711)).expect("chmod");
     // `eval "$(false)"` is a success: the start's output is taken first.
     let cycle = "out=$(\"$0\") && eval \"$out\" && printf '%s' \"$RETENTION_PG_DIR\" \
                  && eval \"$(\"$0\" stop)\"";
-    for (name, cwd) in [("with space", dir.clone()), ("relative", dir.clone())] {
+    for (name, cwd) in [
+        ("with space", dir.to_path_buf()),
+        ("relative", dir.to_path_buf()),
+    ] {
         let given = if name == "relative" {
             name.to_owned()
         } else {
@@ -325,7 +322,7 @@ fn odd_folder_names_work_or_are_refused_and_a_failed_start_says_how_to_clean_up(
         assert!(!dir.join(name).exists(), "{name}: stop left it");
     }
     if running_as_root() {
-        let closed = test_support::private_dir("throwaway-closed-").keep();
+        let closed = test_support::ScratchDir::new("throwaway-closed-");
         let inside = closed.join("pg");
         let refused = script(
             &["start"],
@@ -334,7 +331,6 @@ fn odd_folder_names_work_or_are_refused_and_a_failed_start_says_how_to_clean_up(
         let stderr = String::from_utf8_lossy(&refused.stderr);
         assert_eq!(refused.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains("cannot reach"), "{stderr}");
-        std::fs::remove_dir_all(&closed).expect("clean up");
     }
     let quoted = dir.join("it's").to_str().expect("UTF-8").to_owned();
     let refused = script(&["start"], &[("RETENTION_PG_DIR", &quoted)]);
@@ -343,18 +339,22 @@ fn odd_folder_names_work_or_are_refused_and_a_failed_start_says_how_to_clean_up(
 
     let failed_dir = dir.join("failed");
     let failed_dir = failed_dir.to_str().expect("UTF-8");
-    let failed = script(
-        &["start"],
-        &[("RETENTION_PG_PORT", "1"), ("RETENTION_PG_DIR", failed_dir)],
-    );
-    let stderr = String::from_utf8_lossy(&failed.stderr);
-    assert_eq!(failed.status.code(), Some(1), "{stderr}");
+    let stderr = start_failing_on_port_1(failed_dir);
     assert!(
         stderr.contains(&format!("RETENTION_PG_DIR='{failed_dir}' {SCRIPT} stop")),
         "{stderr}"
     );
     let _ = script(&["stop"], &[("RETENTION_PG_DIR", failed_dir)]);
-    std::fs::remove_dir_all(&dir).expect("clean up");
+}
+
+/// `start` in `folder` on port 1, which is free but privileged: the server
+/// cannot bind it, and the script fails (exit 1); its standard error.
+fn start_failing_on_port_1(folder: &str) -> String {
+    let env = [("RETENTION_PG_PORT", "1"), ("RETENTION_PG_DIR", folder)];
+    let failed = script(&["start"], &env);
+    let stderr = String::from_utf8_lossy(&failed.stderr).into_owned();
+    assert_eq!(failed.status.code(), Some(1), "{stderr}");
+    stderr
 }
 
 /// Whether this process is root, so that the script runs the server as

@@ -144,42 +144,30 @@ pub enum FaultEvent {
 impl FaultEvent {
     /// The replica the event targets, if it targets one.
     pub fn replica(&self) -> Option<u32> {
-        self.clone().replica_mut().copied()
+        self.clone().replica_and_at_ms_mut().0.copied()
     }
 
     /// When the event happens, for events tied to a time.
     pub fn at_ms(&self) -> Option<u64> {
-        self.clone().at_ms_mut().copied()
+        self.clone().replica_and_at_ms_mut().1.copied()
     }
 
-    /// The replica the event targets, to change, if it targets one.
-    pub(crate) fn replica_mut(&mut self) -> Option<&mut u32> {
+    /// The replica the event targets and when it happens, to change; each
+    /// `None` where the event has none.
+    pub(crate) fn replica_and_at_ms_mut(&mut self) -> (Option<&mut u32>, Option<&mut u64>) {
         match self {
-            Self::Pause { replica, .. }
-            | Self::Partition { replica, .. }
-            | Self::Crash { replica, .. }
-            | Self::Stop { replica, .. }
-            | Self::StopDuring { replica, .. }
-            | Self::CallFault { replica, .. }
-            | Self::ClockStep { replica, .. }
-            | Self::ClockRate { replica, .. } => Some(replica),
-            Self::HoldRows { .. } | Self::StallStandby { .. } | Self::DbClockStep { .. } => None,
-        }
-    }
-
-    /// When the event happens, to change, for events tied to a time.
-    pub(crate) fn at_ms_mut(&mut self) -> Option<&mut u64> {
-        match self {
-            Self::Pause { at_ms, .. }
-            | Self::Partition { at_ms, .. }
-            | Self::Crash { at_ms, .. }
-            | Self::Stop { at_ms, .. }
-            | Self::HoldRows { at_ms, .. }
+            Self::Pause { replica, at_ms, .. }
+            | Self::Partition { replica, at_ms, .. }
+            | Self::Crash { replica, at_ms, .. }
+            | Self::Stop { replica, at_ms, .. }
+            | Self::ClockStep { replica, at_ms, .. }
+            | Self::ClockRate { replica, at_ms, .. } => (Some(replica), Some(at_ms)),
+            Self::StopDuring { replica, .. } | Self::CallFault { replica, .. } => {
+                (Some(replica), None)
+            }
+            Self::HoldRows { at_ms, .. }
             | Self::StallStandby { at_ms, .. }
-            | Self::ClockStep { at_ms, .. }
-            | Self::ClockRate { at_ms, .. }
-            | Self::DbClockStep { at_ms, .. } => Some(at_ms),
-            Self::StopDuring { .. } | Self::CallFault { .. } => None,
+            | Self::DbClockStep { at_ms, .. } => (None, Some(at_ms)),
         }
     }
 

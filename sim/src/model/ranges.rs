@@ -11,91 +11,51 @@ use super::spec::{RunSpec, SpecError};
 /// Checks every numeric field of `spec` against its range.
 pub fn check_ranges(spec: &RunSpec) -> Result<(), SpecError> {
     let w = &spec.worker;
-    let fields: Vec<(String, u64, RangeInclusive<u64>)> = vec![
-        ("duration_ms".into(), spec.duration_ms, 1..=HOUR_MS),
+    let fields: Vec<(&str, u64, RangeInclusive<u64>)> = vec![
+        ("duration_ms", spec.duration_ms, 1..=HOUR_MS),
+        ("backlog_rows", spec.backlog_rows.into(), 0..=MAX_ROWS),
+        ("boundary_rows", spec.boundary_rows.into(), 0..=MAX_ROWS),
+        ("arrivals_per_sec", spec.arrivals_per_sec.into(), 0..=10_000),
+        ("rpc_timeout_ms", spec.rpc_timeout_ms, 1..=HOUR_MS),
+        ("db_batch_ms_min", spec.db_batch_ms_min, 0..=HOUR_MS),
+        ("db_batch_ms_max", spec.db_batch_ms_max, 0..=HOUR_MS),
+        ("db_commit_ms_min", spec.db_commit_ms_min, 0..=HOUR_MS),
+        ("db_commit_ms_max", spec.db_commit_ms_max, 0..=HOUR_MS),
         (
-            "backlog_rows".into(),
-            spec.backlog_rows.into(),
-            0..=MAX_ROWS,
-        ),
-        (
-            "boundary_rows".into(),
-            spec.boundary_rows.into(),
-            0..=MAX_ROWS,
-        ),
-        (
-            "arrivals_per_sec".into(),
-            spec.arrivals_per_sec.into(),
-            0..=10_000,
-        ),
-        ("rpc_timeout_ms".into(), spec.rpc_timeout_ms, 1..=HOUR_MS),
-        ("db_batch_ms_min".into(), spec.db_batch_ms_min, 0..=HOUR_MS),
-        ("db_batch_ms_max".into(), spec.db_batch_ms_max, 0..=HOUR_MS),
-        (
-            "db_commit_ms_min".into(),
-            spec.db_commit_ms_min,
-            0..=HOUR_MS,
-        ),
-        (
-            "db_commit_ms_max".into(),
-            spec.db_commit_ms_max,
-            0..=HOUR_MS,
-        ),
-        (
-            "statement_timeout_ms".into(),
+            "statement_timeout_ms",
             spec.statement_timeout_ms,
             0..=HOUR_MS,
         ),
-        ("lock_timeout_ms".into(), spec.lock_timeout_ms, 0..=HOUR_MS),
+        ("lock_timeout_ms", spec.lock_timeout_ms, 0..=HOUR_MS),
         (
-            "idle_in_transaction_timeout_ms".into(),
+            "idle_in_transaction_timeout_ms",
             spec.idle_in_transaction_timeout_ms,
             0..=HOUR_MS,
         ),
+        ("worker.retention_ms", w.retention_ms, 1..=365 * DAY_MS),
+        ("worker.lease_ttl_ms", w.lease_ttl_ms, 1..=DAY_MS),
+        ("worker.renew_interval_ms", w.renew_interval_ms, 1..=DAY_MS),
+        ("worker.expiry_margin_ms", w.expiry_margin_ms, 0..=DAY_MS),
+        ("worker.term_interval_ms", w.term_interval_ms, 0..=DAY_MS),
+        ("worker.loss_backoff_ms", w.loss_backoff_ms, 0..=DAY_MS),
         (
-            "worker.retention_ms".into(),
-            w.retention_ms,
-            1..=365 * DAY_MS,
-        ),
-        ("worker.lease_ttl_ms".into(), w.lease_ttl_ms, 1..=DAY_MS),
-        (
-            "worker.renew_interval_ms".into(),
-            w.renew_interval_ms,
-            1..=DAY_MS,
-        ),
-        (
-            "worker.expiry_margin_ms".into(),
-            w.expiry_margin_ms,
-            0..=DAY_MS,
-        ),
-        (
-            "worker.term_interval_ms".into(),
-            w.term_interval_ms,
-            0..=DAY_MS,
-        ),
-        (
-            "worker.loss_backoff_ms".into(),
-            w.loss_backoff_ms,
-            0..=DAY_MS,
-        ),
-        (
-            "worker.term_jitter_ms_max".into(),
+            "worker.term_jitter_ms_max",
             w.term_jitter_ms_max,
             0..=DAY_MS,
         ),
         (
-            "faults.latency_ms_max".into(),
+            "faults.latency_ms_max",
             spec.faults.latency_ms_max,
             0..=HOUR_MS,
         ),
         (
-            "faults.clock_skew_ms_max".into(),
+            "faults.clock_skew_ms_max",
             spec.faults.clock_skew_ms_max,
             0..=DAY_MS,
         ),
     ];
     for (field, value, range) in fields {
-        within(field, value, &range)?;
+        within(field.into(), value, &range)?;
     }
     for (index, skew) in spec.skews_ms.iter().enumerate() {
         within(

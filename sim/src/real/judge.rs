@@ -77,9 +77,7 @@ pub fn compare_scenario(
     scenario: &Scenario,
     name: &str,
 ) -> Result<Comparison, String> {
-    let simulated_history = Sim::new(&scenario.run)
-        .run()
-        .map_err(|error| error.to_string())?;
+    let simulated_history = Sim::new(&scenario.run).run().map_err(|e| e.to_string())?;
     let simulated_verdict = check(&simulated_history);
     let simulated = scenario.judge(&simulated_verdict, &simulated_history.timeline());
     let real = server.run(&scenario.run, name);

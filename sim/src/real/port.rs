@@ -268,25 +268,16 @@ impl LeaseService for RealPort {
 }
 
 impl RecordsRepository for RealPort {
-    async fn delete_batch(
-        &self,
-        older_than_ms: i64,
-        limit: u32,
-        token: u64,
-    ) -> Result<u64, CallError> {
+    async fn delete_batch(&self, cutoff_ms: i64, limit: u32, token: u64) -> Result<u64, CallError> {
         let epoch_ms = self.replica.log().epoch_ms;
         let invocation = Invocation::Delete {
-            older_than_ms: older_than_ms - epoch_ms,
+            older_than_ms: cutoff_ms - epoch_ms,
             limit,
             token,
         };
         let exec: Exec<u64> = Box::new(move |r, call, term, _| {
             Box::pin(async move {
-                match r
-                    .records()
-                    .delete_applied(older_than_ms, limit, token)
-                    .await
-                {
+                match r.records().delete_applied(cutoff_ms, limit, token).await {
                     Ok(applied) => {
                         let rows = applied
                             .value
@@ -310,7 +301,7 @@ impl RecordsRepository for RealPort {
                             token,
                             fenced_at_ms: r.log().db_to_wall_us(applied.at_us).div_euclid(1_000)
                                 - epoch_ms,
-                            older_than_ms: older_than_ms - epoch_ms,
+                            older_than_ms: cutoff_ms - epoch_ms,
                             rows,
                             deleted_clock_ms: Some(r.log().db_ms(deleted_us)),
                             fenced_clock_ms: Some(r.log().db_ms(applied.at_us)),

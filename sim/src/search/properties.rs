@@ -63,10 +63,11 @@ pub fn faults() -> impl Strategy<Value = FaultConfig> {
 }
 
 fn fold(mut event: FaultEvent, replicas: u32, duration_ms: u64) -> FaultEvent {
-    if let Some(replica) = event.replica_mut() {
+    let (replica, at_ms) = event.replica_and_at_ms_mut();
+    if let Some(replica) = replica {
         *replica = (*replica - 1) % replicas + 1;
     }
-    if let Some(at_ms) = event.at_ms_mut() {
+    if let Some(at_ms) = at_ms {
         *at_ms %= duration_ms;
     }
     event
@@ -100,25 +101,17 @@ pub fn worker() -> impl Strategy<Value = WorkerSpec> {
         or_default(d.term_jitter_ms_max, space::TERM_JITTER_MS_MAX),
     );
     (counts, times).prop_map(|((batch_size, term_row_cap), times)| {
-        let (
-            retention_ms,
-            lease_ttl_ms,
-            renew_interval_ms,
-            expiry_margin_ms,
-            term_interval_ms,
-            loss_backoff_ms,
-            term_jitter_ms_max,
-        ) = times;
+        // In the order of `times` above.
         let mut worker = WorkerSpec {
             batch_size,
             term_row_cap,
-            retention_ms,
-            lease_ttl_ms,
-            renew_interval_ms,
-            expiry_margin_ms,
-            term_interval_ms,
-            loss_backoff_ms,
-            term_jitter_ms_max,
+            retention_ms: times.0,
+            lease_ttl_ms: times.1,
+            renew_interval_ms: times.2,
+            expiry_margin_ms: times.3,
+            term_interval_ms: times.4,
+            loss_backoff_ms: times.5,
+            term_jitter_ms_max: times.6,
         };
         fit(&mut worker);
         worker

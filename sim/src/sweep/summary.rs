@@ -56,6 +56,13 @@ pub struct Summary {
     pub failures: Vec<Failure>,
 }
 
+impl Summary {
+    /// How many of the failures carry their shrunk plan.
+    pub fn shrunk_failures(&self) -> usize {
+        self.failures.iter().filter(|f| f.shrunk.is_some()).count()
+    }
+}
+
 /// Where the summary came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -263,20 +263,15 @@ impl LeaseService for SimPort {
 }
 
 impl RecordsRepository for SimPort {
-    async fn delete_batch(
-        &self,
-        older_than_ms: i64,
-        limit: u32,
-        token: u64,
-    ) -> Result<u64, CallError> {
+    async fn delete_batch(&self, cutoff_ms: i64, limit: u32, token: u64) -> Result<u64, CallError> {
         let invocation = Invocation::Delete {
-            older_than_ms,
+            older_than_ms: cutoff_ms,
             limit,
             token,
         };
         let exchange = |caller: Caller, faults: CallFaults| async move {
             let mut lent = self.lend(caller, &faults).await?;
-            let args = (older_than_ms, limit, token);
+            let args = (cutoff_ms, limit, token);
             let answer = self.delete_conversation(&mut lent, args).await;
             let answer = reply(answer, &faults).await;
             lent.ended(!is_ambiguous(&answer));

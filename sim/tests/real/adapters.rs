@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use clap::Parser;
-use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords, migrate};
+use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords, Pool, migrate};
 use retention_worker::runner::{RunnerConfig, RunnerOutcome, default_owner_id, run_runner};
 use retention_worker::{CallErrorKind, LeaseService, RecordsRepository, ReleaseOutcome, TermEnd};
 
-use crate::runtime;
+use crate::{on_database, runtime};
 use test_support::{TempServer, rows_left};
 
 const DAY_MS: i64 = 86_400_000;
@@ -20,6 +20,13 @@ fn options() -> PgOptions {
     }
 }
 
+/// The lease service and the records repository over one pool, with
+/// [`options`].
+fn adapters(pool: &Pool) -> (PgLeaseService, PgRecords) {
+    let leases = PgLeaseService::new(pool.clone(), options());
+    (leases, PgRecords::new(pool.clone(), options()))
+}
+
 fn now_ms() -> i64 {
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -29,9 +36,7 @@ fn now_ms() -> i64 {
 
 #[test]
 fn migrations_apply_once_even_when_replicas_start_together() {
-    let server = TempServer::start();
-    runtime().block_on(async {
-        let pool = server.database("migrations", 4).await;
+    on_database("migrations", 4, async |_, pool| {
         // `database` migrated already: every later run, concurrent or not,
         // finds nothing to do and fails on nothing.
         let (a, b) = tokio::join!(migrate(&pool), migrate(&pool));
@@ -71,12 +76,9 @@ fn migrations_apply_once_even_when_replicas_start_together() {
 
 #[test]
 fn a_delete_holds_the_lease_row_so_no_grant_commits_until_it_does() {
-    let server = TempServer::start();
-    runtime().block_on(async {
-        let pool = server.database("fence_lock", 4).await;
+    on_database("fence_lock", 4, async |_, pool| {
+        let (leases, records) = adapters(&pool);
         seed_rows(&pool, 50, 0).await;
-        let leases = PgLeaseService::new(pool.clone(), options());
-        let records = PgRecords::new(pool.clone(), options());
         let lease = leases.acquire("a").await.unwrap().expect("granted");
         // Stall the adapter's delete between its fence check and its
         // DELETE: another transaction holds the records table exclusively.
@@ -123,12 +125,9 @@ fn a_delete_holds_the_lease_row_so_no_grant_commits_until_it_does() {
 
 #[test]
 fn the_worker_traits_answer_as_the_contract_says() {
-    let server = TempServer::start();
-    runtime().block_on(async {
-        let pool = server.database("traits", 2).await;
+    on_database("traits", 2, async |_, pool| {
         seed_rows(&pool, 5, 2).await;
-        let leases = PgLeaseService::new(pool.clone(), options());
-        let records = PgRecords::new(pool.clone(), options());
+        let (leases, records) = adapters(&pool);
         let first = leases.acquire("a").await.unwrap().expect("granted");
         assert_eq!((first.owner_id.as_str(), first.fencing_token), ("a", 1));
         assert_eq!(leases.acquire("b").await.unwrap(), None, "held by a");
@@ -162,9 +161,7 @@ fn the_worker_traits_answer_as_the_contract_says() {
 /// says (a cutoff fixed before the database's clock stepped back).
 #[test]
 fn a_delete_is_bounded_by_the_databases_own_clock_too() {
-    let server = TempServer::start();
-    runtime().block_on(async {
-        let pool = server.database("bounded", 2).await;
+    on_database("bounded", 2, async |_, pool| {
         seed_rows(&pool, 5, 2).await;
         let leases = PgLeaseService::new(pool.clone(), options());
         let token = leases
@@ -200,9 +197,7 @@ fn a_delete_is_bounded_by_the_databases_own_clock_too() {
 
 #[test]
 fn failures_map_to_the_worker_error_kinds() {
-    let server = TempServer::start();
-    runtime().block_on(async {
-        let pool = server.database("errors", 2).await;
+    on_database("errors", 2, async |_, pool| {
         let records = PgRecords::new(pool.clone(), options());
         // A statement the server refuses: nothing applied.
         pool.get()
@@ -268,9 +263,7 @@ fn a_connection_whose_call_timed_out_is_closed_not_reused() {
 
 #[test]
 fn a_statement_whose_call_timed_out_is_cancelled_not_applied_later() {
-    let server = TempServer::start();
-    runtime().block_on(async {
-        let pool = server.database("cancelled", 2).await;
+    on_database("cancelled", 2, async |server, pool| {
         let leases = PgLeaseService::new(pool.clone(), options());
         let lease = leases.acquire("a").await.unwrap().expect("granted");
         // Another transaction holds the lease row FOR SHARE, as a fence
@@ -310,9 +303,7 @@ fn a_statement_whose_call_timed_out_is_cancelled_not_applied_later() {
 /// log must see that `statement_timeout` fired.
 #[test]
 fn a_statement_the_server_cut_says_why() {
-    let server = TempServer::start();
-    runtime().block_on(async {
-        let admin = server.database("cut", 1).await;
+    on_database("cut", 1, async |server, admin| {
         seed_rows(&admin, 10, 0).await;
         admin
             .get()
@@ -438,9 +429,7 @@ async fn seed_rows(pool: &retention_worker::pg::Pool, old: i64, fresh: i64) {
 
 #[test]
 fn the_runner_once_runs_one_capped_term_and_releases() {
-    let server = TempServer::start();
-    runtime().block_on(async {
-        let pool = server.database("runner_once", 2).await;
+    on_database("runner_once", 2, async |server, pool| {
         seed_rows(&pool, 1_500, 7).await;
         let config = runner_config(&server.url("runner_once"), &["--once"]);
         let outcome = run_runner(config, std::future::pending()).await.unwrap();
@@ -461,9 +450,7 @@ fn the_runner_once_runs_one_capped_term_and_releases() {
 
 #[test]
 fn a_shutdown_mid_service_returns_only_after_the_release() {
-    let server = TempServer::start();
-    runtime().block_on(async {
-        let pool = server.database("runner_stop", 2).await;
+    on_database("runner_stop", 2, async |server, pool| {
         seed_rows(&pool, 20_000, 3).await;
         let config = runner_config(&server.url("runner_stop"), &[]);
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();

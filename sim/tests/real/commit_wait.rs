@@ -23,15 +23,23 @@ async fn standby_nobody_answers(server: &TempServer, name: &str) {
     let admin = connect_pool(&server.url("postgres"), 1, &PgOptions::default()).expect("pool");
     let client = admin.get().await.expect("connect");
     client
-        .batch_execute("ALTER SYSTEM SET synchronous_standby_names = 'nobody'")
-        .await
-        .expect("name a standby");
-    client
         .batch_execute(&format!(
             "ALTER DATABASE {name} SET synchronous_commit = on"
         ))
         .await
         .expect("synchronous commit for the test database");
+    name_the_standby(&client, "nobody").await;
+}
+
+/// Sets `synchronous_standby_names` to `names` ('' for none) and reloads
+/// the configuration.
+pub(crate) async fn name_the_standby(client: &tokio_postgres::Client, names: &str) {
+    client
+        .batch_execute(&format!(
+            "ALTER SYSTEM SET synchronous_standby_names = '{names}'"
+        ))
+        .await
+        .expect("name the standby");
     client
         .batch_execute("SELECT pg_reload_conf()")
         .await
@@ -40,13 +48,21 @@ async fn standby_nobody_answers(server: &TempServer, name: &str) {
     tokio::time::sleep(Duration::from_millis(200)).await;
 }
 
-#[test]
-fn the_runner_refuses_commits_that_wait_for_a_standby_unless_told_how_long() {
+/// Runs `test` on a fresh runtime against database `name` on a fresh
+/// server whose commits there wait for a standby nobody runs, given the
+/// database's URL.
+fn with_commits_waiting(name: &str, test: impl AsyncFnOnce(String)) {
     let server = TempServer::start();
     runtime().block_on(async {
-        drop(server.database("waits", 1).await);
-        standby_nobody_answers(&server, "waits").await;
-        let url = server.url("waits");
+        drop(server.database(name, 1).await);
+        standby_nobody_answers(&server, name).await;
+        test(server.url(name)).await;
+    });
+}
+
+#[test]
+fn the_runner_refuses_commits_that_wait_for_a_standby_unless_told_how_long() {
+    with_commits_waiting("waits", async |url| {
         let refused = run_runner(runner_config(&url, &["--once"]), std::future::pending())
             .await
             .expect_err("commits wait for a standby")
@@ -68,8 +84,7 @@ fn the_runner_refuses_commits_that_wait_for_a_standby_unless_told_how_long() {
 
 #[test]
 fn a_grant_waiting_for_the_standby_holds_the_row_until_the_adapter_cancels_it() {
-    let server = TempServer::start();
-    runtime().block_on(async {
+    with_commits_waiting("held", async |url| {
         let options = PgOptions {
             call_timeout_ms: CALL_TIMEOUT_MS,
             statement_timeout_ms: 800,
@@ -78,9 +93,7 @@ fn a_grant_waiting_for_the_standby_holds_the_row_until_the_adapter_cancels_it() 
             keepalive_idle_ms: 1_000,
             ..PgOptions::for_lease_ttl(3_000)
         };
-        drop(server.database("held", 1).await);
-        standby_nobody_answers(&server, "held").await;
-        let pool = |size| connect_pool(&server.url("held"), size, &options).expect("pool");
+        let pool = |size| connect_pool(&url, size, &options).expect("pool");
         let leases = PgLeaseService::new(pool(2), options.clone());
         let started = Instant::now();
         let first = leases.acquire("a").await;
@@ -115,11 +128,7 @@ fn a_grant_waiting_for_the_standby_holds_the_row_until_the_adapter_cancels_it() 
 fn a_client_gone_during_its_commit_wait_leaves_the_row_locked_past_every_bound() {
     // Why W is in the rule: with no cancel from its client, nothing the
     // adapters set ends a commit's wait for the standby.
-    let server = TempServer::start();
-    runtime().block_on(async {
-        drop(server.database("gone", 1).await);
-        standby_nobody_answers(&server, "gone").await;
-        let url = server.url("gone");
+    with_commits_waiting("gone", async |url| {
         let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
             .await
             .expect("connect");

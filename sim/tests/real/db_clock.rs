@@ -1,9 +1,9 @@
 //! The steppable database clock and the deletion audit of real mode
 //! (`retention_sim::real`), checked against a throwaway server.
 
+use crate::on_database;
 use retention_worker::pg::{DELETE_OLDEST, PgLeaseService, PgOptions, PgRecords};
 use retention_worker::{LeaseService, RecordsRepository};
-use test_support::TempServer;
 
 use retention_sim::real::db_clock::{audit, install, step};
 use retention_sim::real::log::{RealRecorder, wall_us};
@@ -34,9 +34,7 @@ fn within(wall_us: i64, (before_us, after_us): (i64, i64), slack_us: i64) -> boo
 /// DATA-4, early by true time) from one that ignored it (early).
 #[test]
 fn a_stepped_database_clock_is_read_and_audited() {
-    let server = TempServer::start();
-    crate::runtime().block_on(async {
-        let pool = server.database("db_clock", 2).await;
+    on_database("db_clock", 2, async |_, pool| {
         install(&pool).await;
         let log = RealRecorder::new();
         let options = PgOptions {
@@ -119,12 +117,12 @@ fn a_stepped_database_clock_is_read_and_audited() {
 /// server's custom and generic plans, with small and large tables.
 #[test]
 fn the_deletes_subquery_locks_all_its_rows_before_the_first_goes() {
-    let server = TempServer::start();
-    crate::runtime().block_on(async {
-        let pool = server.database("plans", 1).await;
+    on_database("plans", 1, async |_, pool| {
         let client = pool.get().await.unwrap();
         client
-            .batch_execute(&format!("PREPARE oldest(bigint, bigint, bigint) AS {DELETE_OLDEST}"))
+            .batch_execute(&format!(
+                "PREPARE oldest(bigint, bigint, bigint) AS {DELETE_OLDEST}"
+            ))
             .await
             .unwrap();
         let mut rows = 0;

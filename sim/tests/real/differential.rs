@@ -17,8 +17,7 @@ use crate::db_driver::Driver;
 use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords, Pool};
 use retention_worker::{CallErrorKind, Lease};
 
-use crate::runtime;
-use test_support::TempServer;
+use crate::on_database;
 
 const TTL_MS: u64 = 1_000;
 const OWNERS: [&str; 3] = ["a", "b", "c"];
@@ -194,24 +193,30 @@ struct Postgres {
     records: PgRecords,
 }
 
+/// Sets the test clock that `retention_now_us()` reads.
+async fn set_clock(client: &tokio_postgres::Client, now_ms: i64) {
+    client
+        .execute(
+            "UPDATE differential_clock SET now_us = $1",
+            &[&(now_ms * 1_000)],
+        )
+        .await
+        .expect("set the clock");
+}
+
 impl Postgres {
     async fn new(pool: Pool, start_ms: i64) -> Self {
         let client = pool.get().await.expect("connect");
         client
             .batch_execute(
                 "CREATE TABLE differential_clock (now_us bigint NOT NULL);
+                 INSERT INTO differential_clock VALUES (0);
                  CREATE OR REPLACE FUNCTION retention_now_us() RETURNS bigint
                      LANGUAGE sql VOLATILE AS $$ SELECT now_us FROM differential_clock $$;",
             )
             .await
             .expect("install the test clock");
-        client
-            .execute(
-                "INSERT INTO differential_clock VALUES ($1)",
-                &[&(start_ms * 1_000)],
-            )
-            .await
-            .expect("set the clock");
+        set_clock(&client, start_ms).await;
         drop(client);
         let options = PgOptions {
             lease_ttl_ms: TTL_MS,
@@ -230,26 +235,14 @@ impl Postgres {
             .batch_execute("TRUNCATE retention_lease; TRUNCATE retention_records RESTART IDENTITY;")
             .await
             .expect("reset");
-        client
-            .execute(
-                "UPDATE differential_clock SET now_us = $1",
-                &[&(start_ms * 1_000)],
-            )
-            .await
-            .expect("set the clock");
+        set_clock(&client, start_ms).await;
     }
 
     async fn apply(&self, op: &Op, now_ms: i64) -> Answer {
         let client = self.pool.get().await.expect("connect");
         match op {
             Op::Advance(ms) => {
-                client
-                    .execute(
-                        "UPDATE differential_clock SET now_us = $1",
-                        &[&((now_ms + ms) * 1_000)],
-                    )
-                    .await
-                    .expect("advance the clock");
+                set_clock(&client, now_ms + ms).await;
                 Answer::Nothing
             }
             Op::Insert(at) => {
@@ -307,9 +300,7 @@ impl Postgres {
 
 #[test]
 fn the_models_and_postgresql_give_the_same_answers() {
-    let server = TempServer::start();
-    runtime().block_on(async {
-        let pool = server.database("differential", 2).await;
+    on_database("differential", 2, async |_, pool| {
         let start_ms = 1_000_000;
         let pg = Postgres::new(pool, start_ms).await;
         let mut compared = 0usize;

@@ -47,6 +47,26 @@ pub(crate) fn alone() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Runs `test` on a fresh runtime against a fresh server, given the server
+/// and a pool of `connections` to its new database `name`; the server stops
+/// when the test returns.
+fn on_database(
+    name: &str,
+    connections: usize,
+    test: impl AsyncFnOnce(&test_support::TempServer, retention_worker::pg::Pool),
+) {
+    let server = test_support::TempServer::start();
+    runtime().block_on(async {
+        let pool = server.database(name, connections).await;
+        test(&server, pool).await;
+    });
+}
+
+/// A command line's words, as a shell splits one without quotes.
+fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
 /// A multi-threaded tokio runtime for one test.
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()

@@ -7,6 +7,8 @@ use std::process::Command;
 
 use test_support::TempServer;
 
+use crate::words;
+
 /// A short plan: two replicas, four seconds, no faults.
 const SHORT_TOKEN: &str = r#"{"seed":2,"replicas":2,"duration_ms":4000}"#;
 
@@ -30,7 +32,7 @@ fn sim_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
 fn replay_without_out_makes_a_new_folder_each_time() {
     let _alone = crate::alone();
     drop(TempServer::start());
-    let work = test_support::private_dir("sim-real-default-").keep();
+    let work = test_support::ScratchDir::new("sim-real-default-");
     for (run, folder) in [(1, "real-replay"), (2, "real-replay-2")] {
         let args = ["replay", SHORT_TOKEN, "--real", "--attempts", "1"];
         let (code, out, err) = sim_in(&work, &args);
@@ -44,14 +46,13 @@ fn replay_without_out_makes_a_new_folder_each_time() {
             "run {run}"
         );
     }
-    std::fs::remove_dir_all(&work).unwrap();
 }
 
 /// A link where an output goes is refused before any server starts, with
 /// `--force` too; the file it points at is left alone.
 #[test]
 fn real_mode_never_writes_through_a_link() {
-    let work = test_support::private_dir("sim-real-links-").keep();
+    let work = test_support::ScratchDir::new("sim-real-links-");
     let outside = work.join("outside.txt");
     std::fs::write(&outside, "kept\n").unwrap();
     std::fs::create_dir(work.join("attempts")).unwrap();
@@ -82,7 +83,6 @@ fn real_mode_never_writes_through_a_link() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("symbolic link"), "{err}");
     assert!(!work.join("made-by-the-link").exists());
-    std::fs::remove_dir_all(&work).unwrap();
 }
 
 /// `takeover --out` refused a history file there though its help said it
@@ -92,19 +92,9 @@ fn real_mode_never_writes_through_a_link() {
 #[test]
 fn takeover_replaces_a_saved_history_only_with_force() {
     let _alone = crate::alone();
-    let work = test_support::private_dir("sim-real-takeover-").keep();
+    let work = test_support::ScratchDir::new("sim-real-takeover-");
     std::fs::write(work.join("frozen-0.jsonl"), "kept\n").unwrap();
-    let args = [
-        "takeover",
-        "--runs",
-        "1",
-        "--real-runs",
-        "1",
-        "--story",
-        "frozen",
-        "--out",
-        ".",
-    ];
+    let args = words("takeover --runs 1 --real-runs 1 --story frozen --out .");
     let (code, out, err) = sim_in(&work, &args);
     assert_eq!(code, 2, "{out}\n{err}");
     assert!(err.contains("exists; pass --force to replace it"), "{err}");
@@ -122,5 +112,4 @@ fn takeover_replaces_a_saved_history_only_with_force() {
     let header: serde_json::Value =
         serde_json::from_str(saved.lines().next().unwrap()).expect("a history's header");
     assert!(header["replicas"].is_u64(), "{saved:.200}");
-    std::fs::remove_dir_all(&work).unwrap();
 }

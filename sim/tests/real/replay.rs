@@ -6,6 +6,8 @@ use std::process::Command;
 use retention_sim::History;
 use test_support::TempServer;
 
+use crate::words;
+
 /// A short plan with faults the worker must survive: a pause past the
 /// lease, a crash and restart, a stop, a refused and a lost reply chosen
 /// by call number, and a row lock held by another client.
@@ -83,12 +85,12 @@ fn a_plan_that_keeps_every_clause_is_not_reproduced_and_each_attempt_is_saved() 
     let again = sim(&["replay", &token, "--real", "--out", out.to_str().unwrap()]);
     assert_eq!(again.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&again.stderr).contains("is not empty"));
-    std::fs::remove_dir_all(&out).unwrap();
 }
 
-/// A private, fresh folder under the temporary folder.
-fn tempdir(prefix: &str) -> std::path::PathBuf {
-    test_support::private_dir(&format!("{prefix}-")).keep()
+/// A private, fresh folder under the temporary folder, removed when
+/// dropped unless the test failed.
+fn tempdir(prefix: &str) -> test_support::ScratchDir {
+    test_support::ScratchDir::new(&format!("{prefix}-"))
 }
 
 /// `sim scenario --real`: the scenario's story happens against PostgreSQL
@@ -177,7 +179,6 @@ fn every_review_finding_is_confirmed_against_postgresql() {
             .unwrap_or_else(|| panic!("{flaw}: not confirmed:\n{stdout}"));
         assert!(line.contains(&clause), "{flaw}: {line}");
         confirmed.push(format!("{flaw}: {line}"));
-        std::fs::remove_dir_all(&out).unwrap();
     }
     println!("{}", confirmed.join("\n"));
 }
@@ -188,15 +189,7 @@ fn every_review_finding_is_confirmed_against_postgresql() {
 fn takeover_is_measured_against_postgresql_too() {
     let _alone = crate::alone();
     drop(TempServer::start());
-    let output = sim(&[
-        "takeover",
-        "--story",
-        "crashed",
-        "--runs",
-        "20",
-        "--real-runs",
-        "2",
-    ]);
+    let output = sim(&words("takeover --story crashed --runs 20 --real-runs 2"));
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let real = stdout
@@ -225,10 +218,9 @@ fn scenario_real_makes_its_out_folder_and_writes_each_history_there() {
         env!("CARGO_MANIFEST_DIR"),
         "/../scenarios/last-batch-asks-for-the-remaining-allowance.toml"
     );
-    let output = sim(&[
-        "scenario",
-        "--real",
-        file,
+    let scenario_real =
+        |outputs: &[&str]| sim(&[&["scenario", "--real", file][..], outputs].concat());
+    let output = scenario_real(&[
         "--table",
         table.to_str().unwrap(),
         "--out",
@@ -242,16 +234,9 @@ fn scenario_real_makes_its_out_folder_and_writes_each_history_there() {
     );
     assert!(table.is_file(), "{stderr}");
     let nowhere = dir.join("no-such-parent").join("histories");
-    let refused = sim(&[
-        "scenario",
-        "--real",
-        file,
-        "--out",
-        nowhere.to_str().unwrap(),
-    ]);
+    let refused = scenario_real(&["--out", nowhere.to_str().unwrap()]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("cannot be made"));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `sim bench --real`: each file's rate of runs as expected against

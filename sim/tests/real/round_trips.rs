@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use retention_sim::calls::{AdapterCall, RoundTrip, START_UP_ROUND_TRIPS, round_trips_per_call};
 use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords, Pool, connect_pool};
 use retention_worker::{CallErrorKind, Lease};
-use test_support::{MeteredProxy, TempServer, Traffic, insert_old_rows};
+use test_support::{MeteredProxy, Traffic, insert_old_rows};
 
-use crate::runtime;
+use crate::on_database;
 
 /// Long beside the server's own time for a statement on loopback (well
 /// under a millisecond) and the client's work between replies: a call's
@@ -61,9 +61,7 @@ fn adapters(pool: &Pool, call_timeout_ms: u64) -> (PgLeaseService, PgRecords) {
 #[test]
 fn each_adapter_call_takes_the_round_trips_the_simulator_spends() {
     let _alone = crate::alone();
-    let server = TempServer::start();
-    runtime().block_on(async {
-        let admin = server.database("trips", 2).await;
+    on_database("trips", 2, async |server, admin| {
         insert_old_rows(&admin, 1_000).await;
 
         // Start-up with the test server's `trust`: one round trip.

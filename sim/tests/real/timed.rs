@@ -13,6 +13,7 @@ use retention_sim::db::{Answer, Bounds, LeaseAnswer, LeaseStatement, Refusal};
 use retention_worker::pg::{ACQUIRE, FENCE, RENEW};
 use tokio_postgres::{Client, NoTls};
 
+use crate::commit_wait::name_the_standby;
 use crate::db_driver::Driver;
 use crate::runtime;
 use test_support::TempServer;
@@ -255,18 +256,8 @@ async fn server(url: &str, admin: &Client, story: &Story) -> Vec<(Outcome, i64)>
         &TTL_MS,
     ];
     admin.query(ACQUIRE, &grant).await.expect("the first grant");
-    let setting = if story.standby_stalled { "nobody" } else { "" };
-    admin
-        .batch_execute(&format!(
-            "ALTER SYSTEM SET synchronous_standby_names = '{setting}'"
-        ))
-        .await
-        .expect("standby names");
-    admin
-        .batch_execute("SELECT pg_reload_conf()")
-        .await
-        .expect("reload");
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let standby = if story.standby_stalled { "nobody" } else { "" };
+    name_the_standby(admin, standby).await;
     let mut connections = Vec::new();
     for _ in 0..4 {
         connections.push(connect(url, story.bounds).await);

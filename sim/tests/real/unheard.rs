@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
+use crate::on_database;
 use retention_sim::model::{Actor, EventKind, Invocation, LeaseRec};
 use retention_sim::real::db_clock::install;
 use retention_sim::real::log::{RealRecorder, wall_us};
 use retention_sim::real::record_unheard;
 use retention_worker::pg::{PgLeaseService, PgOptions, PgRecords, Pool};
 use retention_worker::{CallErrorKind, LeaseService, RecordsRepository};
-use test_support::TempServer;
 
 /// Makes replica 1's commits take 3 s, on past the cancel its adapter
 /// sends when its 1 s timer fires (the deferred trigger traps it):
@@ -65,9 +65,7 @@ async fn settled(pool: &Pool) {
 /// delete they were, tied to their calls; heard once, never twice.
 #[test]
 fn effects_committed_after_the_adapter_gave_up_are_recorded_from_the_audits() {
-    let server = TempServer::start();
-    crate::runtime().block_on(async {
-        let harness = server.database("unheard", 2).await;
+    on_database("unheard", 2, async |server, harness| {
         install(&harness).await;
         harness
             .get()

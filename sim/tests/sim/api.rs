@@ -29,14 +29,9 @@ type MemoryWorker = Worker<SimClock, Backend, SlowRecords>;
 struct SlowRecords(Backend);
 
 impl RecordsRepository for SlowRecords {
-    async fn delete_batch(
-        &self,
-        older_than_ms: i64,
-        limit: u32,
-        token: u64,
-    ) -> Result<u64, CallError> {
+    async fn delete_batch(&self, cutoff_ms: i64, limit: u32, token: u64) -> Result<u64, CallError> {
         madsim::time::sleep(Duration::from_millis(40)).await;
-        self.0.delete_batch(older_than_ms, limit, token).await
+        self.0.delete_batch(cutoff_ms, limit, token).await
     }
 }
 

@@ -17,6 +17,14 @@ fn lease(owner: &str, token: u64, expires_at_ms: i64) -> LeaseRec {
 }
 
 /// Builds a history event by event; calls are numbered in order.
+fn invoked(call: u64, invocation: Invocation) -> EventKind {
+    EventKind::Invoke { call, invocation }
+}
+
+fn returned(call: u64, op: OpKind, outcome: Outcome) -> EventKind {
+    EventKind::Return { call, op, outcome }
+}
+
 struct Script {
     events: Vec<Event>,
     now_ms: i64,
@@ -96,56 +104,51 @@ impl Script {
             .collect()
     }
 
+    /// The lease service grants r1's `call` in term 1 `lease`, and r1 hears it.
+    fn granted_to_r1(&mut self, call: u64, op: OpKind, lease: LeaseRec) -> &mut Self {
+        let grant = EventKind::Granted {
+            call,
+            lease: lease.clone(),
+        };
+        self.service(Actor::Lease, 1, grant);
+        self.reply(1, 1, call, op, Outcome::Lease(Some(lease)))
+    }
+
+    /// r1's delete `call` in term 1 under `token` now, by the cutoff -990:
+    /// invoked, applied (`rows` removed) and answered.
+    fn delete_of_r1(&mut self, call: u64, token: u64, rows: Vec<RowRec>) -> &mut Self {
+        let count = rows.len() as u64;
+        let (older_than_ms, fenced_at_ms) = (-990, self.now_ms);
+        let asked = Invocation::Delete {
+            older_than_ms,
+            limit: 200,
+            token,
+        };
+        self.call(1, 1, call, asked);
+        let applied = EventKind::Deleted {
+            call,
+            token,
+            fenced_at_ms,
+            older_than_ms,
+            rows,
+            deleted_clock_ms: None,
+            fenced_clock_ms: None,
+        };
+        self.service(Actor::Db, 1, applied);
+        self.reply(1, 1, call, OpKind::Delete, Outcome::Deleted(count))
+    }
+
     /// r1's term 1: acquire (token 1), one delete of 200, renew (token 2),
     /// a short delete of 37 (a non-finding), release, end; then a final.
     fn correct() -> Self {
         let mut s = Self::new();
         let (l1, l2) = (lease("r1", 1, 3_000), lease("r1", 2, 4_000));
         s.at(0).call(1, 1, 1, Invocation::Acquire);
-        s.service(
-            Actor::Lease,
-            1,
-            EventKind::Granted {
-                call: 1,
-                lease: l1.clone(),
-            },
-        );
-        s.reply(1, 1, 1, OpKind::Acquire, Outcome::Lease(Some(l1.clone())));
-        s.at(10).call(
-            1,
-            1,
-            2,
-            Invocation::Delete {
-                older_than_ms: -990,
-                limit: 200,
-                token: 1,
-            },
-        );
-        s.service(
-            Actor::Db,
-            1,
-            EventKind::Deleted {
-                call: 2,
-                token: 1,
-                fenced_at_ms: 10,
-                older_than_ms: -990,
-                rows: Self::rows(1, 200),
-                deleted_clock_ms: None,
-                fenced_clock_ms: None,
-            },
-        );
-        s.reply(1, 1, 2, OpKind::Delete, Outcome::Deleted(200));
+        s.granted_to_r1(1, OpKind::Acquire, l1.clone());
+        s.at(10).delete_of_r1(2, 1, Self::rows(1, 200));
         s.at(1_000)
             .call(1, 1, 3, Invocation::Renew { lease: l1.clone() });
-        s.service(
-            Actor::Lease,
-            1,
-            EventKind::Granted {
-                call: 3,
-                lease: l2.clone(),
-            },
-        );
-        s.reply(1, 1, 3, OpKind::Renew, Outcome::Lease(Some(l2.clone())));
+        s.granted_to_r1(3, OpKind::Renew, l2.clone());
         // The repository enforcing tokens (a non-finding): a stale delete refused.
         s.at(1_010).service(
             Actor::Db,
@@ -156,30 +159,7 @@ impl Script {
                 reason: "stale".into(),
             },
         );
-        s.at(1_020).call(
-            1,
-            1,
-            4,
-            Invocation::Delete {
-                older_than_ms: -990,
-                limit: 200,
-                token: 2,
-            },
-        );
-        s.service(
-            Actor::Db,
-            1,
-            EventKind::Deleted {
-                call: 4,
-                token: 2,
-                fenced_at_ms: 1_020,
-                older_than_ms: -990,
-                rows: Self::rows(201, 37),
-                deleted_clock_ms: None,
-                fenced_clock_ms: None,
-            },
-        );
-        s.reply(1, 1, 4, OpKind::Delete, Outcome::Deleted(37));
+        s.at(1_020).delete_of_r1(4, 2, Self::rows(201, 37));
         s.at(1_030)
             .call(1, 1, 5, Invocation::Release { lease: l2.clone() });
         s.service(
@@ -227,6 +207,10 @@ impl Script {
     fn edit(mut self, seq: usize, f: impl FnOnce(&mut EventKind)) -> Self {
         f(&mut self.events[seq].kind);
         self
+    }
+
+    fn replaced(self, seq: usize, kind: EventKind) -> Self {
+        self.edit(seq, |k| *k = kind)
     }
 
     fn without(mut self, seqs: &[usize]) -> Self {
@@ -303,13 +287,7 @@ fn a_correct_history_with_the_three_non_findings_passes() {
 #[test]
 fn acq_1_delete_before_a_granted_acquire() {
     // The acquire answered null, yet a delete followed.
-    let s = Script::correct().edit(2, |k| {
-        *k = EventKind::Return {
-            call: 1,
-            op: OpKind::Acquire,
-            outcome: Outcome::Lease(None),
-        }
-    });
+    let s = Script::correct().replaced(2, returned(1, OpKind::Acquire, Outcome::Lease(None)));
     assert!(s.flagged().contains(&"ACQ-1"), "{:?}", s.flagged());
 }
 
@@ -320,23 +298,8 @@ fn ren_1_overlapping_renewals() {
     };
     let null = Outcome::Lease(None);
     let s = Script::correct()
-        .insert(
-            7,
-            Actor::Replica(1),
-            EventKind::Invoke {
-                call: 50,
-                invocation: second,
-            },
-        )
-        .insert(
-            16,
-            Actor::Replica(1),
-            EventKind::Return {
-                call: 50,
-                op: OpKind::Renew,
-                outcome: null,
-            },
-        );
+        .insert(7, Actor::Replica(1), invoked(50, second))
+        .insert(16, Actor::Replica(1), returned(50, OpKind::Renew, null));
     assert_eq!(s.flagged(), vec!["REN-1"]);
 }
 
@@ -345,14 +308,7 @@ fn ren_3_a_renewal_left_unobserved() {
     let second = Invocation::Renew {
         lease: lease("r1", 2, 4_000),
     };
-    let s = Script::correct().insert(
-        13,
-        Actor::Replica(1),
-        EventKind::Invoke {
-            call: 50,
-            invocation: second,
-        },
-    );
+    let s = Script::correct().insert(13, Actor::Replica(1), invoked(50, second));
     assert_eq!(s.flagged(), vec!["REN-3"]);
 }
 
@@ -362,35 +318,18 @@ fn ren_2_renewing_an_older_lease() {
         lease: lease("r1", 1, 3_000),
     };
     let s = Script::correct()
-        .insert(
-            12,
-            Actor::Replica(1),
-            EventKind::Invoke {
-                call: 60,
-                invocation: stale,
-            },
-        )
+        .insert(12, Actor::Replica(1), invoked(60, stale))
         .insert(
             13,
             Actor::Replica(1),
-            EventKind::Return {
-                call: 60,
-                op: OpKind::Renew,
-                outcome: Outcome::Lease(None),
-            },
+            returned(60, OpKind::Renew, Outcome::Lease(None)),
         );
     assert!(s.flagged().contains(&"REN-2"), "{:?}", s.flagged());
 }
 
 #[test]
 fn ren_3_deleting_after_a_null_renewal() {
-    let s = Script::correct().edit(8, |k| {
-        *k = EventKind::Return {
-            call: 3,
-            op: OpKind::Renew,
-            outcome: Outcome::Lease(None),
-        }
-    });
+    let s = Script::correct().replaced(8, returned(3, OpKind::Renew, Outcome::Lease(None)));
     assert!(s.flagged().contains(&"REN-3"), "{:?}", s.flagged());
 }
 
@@ -509,25 +448,18 @@ fn cap_1_a_delete_after_the_short_batch() {
         token: 2,
     };
     let s = Script::correct()
-        .insert(
-            13,
-            Actor::Replica(1),
-            EventKind::Invoke {
-                call: 70,
-                invocation: again,
-            },
-        )
+        .insert(13, Actor::Replica(1), invoked(70, again))
         .insert(
             14,
             Actor::Replica(1),
-            EventKind::Return {
-                call: 70,
-                op: OpKind::Delete,
-                outcome: Outcome::Failed {
+            returned(
+                70,
+                OpKind::Delete,
+                Outcome::Failed {
                     kind: FailureKind::Rejected,
                     detail: String::new(),
                 },
-            },
+            ),
         );
     assert_eq!(s.flagged(), vec!["CAP-1"]);
 }
@@ -643,10 +575,7 @@ fn stp_6_a_term_starting_after_stop_resolved() {
             at_ms: 1_500,
             actor: Actor::Replica(1),
             term: 2,
-            kind: EventKind::Invoke {
-                call: 80,
-                invocation: Invocation::Acquire,
-            },
+            kind: invoked(80, Invocation::Acquire),
         },
     );
     assert!(s.flagged().contains(&"STP-6"), "{:?}", s.flagged());
@@ -708,13 +637,7 @@ fn data_2_deleting_a_row_twice() {
 
 #[test]
 fn data_3_a_count_the_database_does_not_back() {
-    let s = Script::correct().edit(5, |k| {
-        *k = EventKind::Return {
-            call: 2,
-            op: OpKind::Delete,
-            outcome: Outcome::Deleted(150),
-        }
-    });
+    let s = Script::correct().replaced(5, returned(2, OpKind::Delete, Outcome::Deleted(150)));
     assert!(s.flagged().contains(&"DATA-3"), "{:?}", s.flagged());
 }
 

@@ -8,6 +8,26 @@ pub(crate) fn sim(args: &[&str]) -> (i32, String, String) {
     finished(Command::new(env!("CARGO_BIN_EXE_sim")).args(args))
 }
 
+/// Asserts that `sim ARGS` is refused (exit 2) with `why` in its error.
+pub(crate) fn refused(args: &[&str], why: &str) {
+    let (code, out, err) = sim(args);
+    assert_eq!(code, 2, "sim {}\n{out}\n{err}", args.join(" "));
+    assert!(err.contains(why), "sim {}: {err}", args.join(" "));
+}
+
+/// Asserts that `sim ARGS`, run in `dir`, is refused (exit 2) with `why` in
+/// its error.
+pub(crate) fn refused_in(dir: &std::path::Path, args: &[&str], why: &str) {
+    let (code, out, err) = sim_in(dir, args);
+    assert_eq!(code, 2, "sim {}\n{out}\n{err}", args.join(" "));
+    assert!(err.contains(why), "sim {}: {err}", args.join(" "));
+}
+
+/// A command line's words, as a shell splits one without quotes.
+pub(crate) fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
 /// `sim ARGS` run in `dir`.
 pub(crate) fn sim_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
     finished(
@@ -18,15 +38,15 @@ pub(crate) fn sim_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, Stri
 }
 
 /// The exit code, standard output and standard error of `command`, run to
-/// its end.
-fn finished(command: &mut Command) -> (i32, String, String) {
+/// its end; a process a signal killed fails the test with its output.
+pub(crate) fn finished(command: &mut Command) -> (i32, String, String) {
     let output = command.output().unwrap();
     let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
-    (
-        output.status.code().unwrap(),
-        text(output.stdout),
-        text(output.stderr),
-    )
+    let (out, err) = (text(output.stdout), text(output.stderr));
+    let Some(code) = output.status.code() else {
+        panic!("{}\nstdout:\n{out}\nstderr:\n{err}", output.status);
+    };
+    (code, out, err)
 }
 
 #[test]
@@ -228,12 +248,7 @@ fn bad_input_exits_2_naming_the_problem() {
     // refusal below into "exists".
     let _ = std::fs::remove_file("/tmp/sim-too-many-events.svg");
     for (args, expected) in cases {
-        let (code, _, err) = sim(args);
-        assert_eq!(code, 2, "{args:?}: {err}");
-        assert!(
-            err.contains(expected),
-            "{args:?}: {err:?} should mention {expected:?}"
-        );
+        refused(args, expected);
     }
 }
 
@@ -273,15 +288,9 @@ fn explore_json_reports_the_summary_keys() {
 /// token that `sim shrink` (deterministic) and `sim replay` agree on.
 #[test]
 fn a_failure_is_printed_at_its_smallest() {
-    let (code, out, _) = sim(&[
-        "explore",
-        "--seeds",
-        "20",
-        "--swarm",
-        "--flaw",
-        "stale-release",
-        "--json",
-    ]);
+    let (code, out, _) = sim(&words(
+        "explore --seeds 20 --swarm --flaw stale-release --json",
+    ));
     assert_eq!(code, 1, "{out}");
     let summary: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     let first = &summary["failures"][0];
@@ -304,9 +313,7 @@ fn a_failure_is_printed_at_its_smallest() {
     let (code, replayed, _) = sim(&["replay", &smallest]);
     assert_eq!(code, 1, "{replayed}");
     assert!(replayed.contains("REL-1"), "{replayed}");
-    let (code, _, err) = sim(&["shrink", r#"{"seed":1}"#]);
-    assert_eq!(code, 2);
-    assert!(err.contains("violates no clause"), "{err}");
+    refused(&["shrink", r#"{"seed":1}"#], "violates no clause");
 }
 
 #[test]
@@ -333,8 +340,7 @@ fn memory_stays_flat_over_a_long_sweep() {
 
 #[test]
 fn replay_save_turns_a_failure_into_a_scenario_that_reproduces_it() {
-    let dir = test_support::private_dir("sim-save-").keep();
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = test_support::ScratchDir::new("sim-save-");
     let path = dir.join("stale-release.toml");
     let token = crate::replay::STALE_RELEASE;
     let (code, out, err) = sim(&["replay", token, "--save", path.to_str().unwrap()]);
@@ -354,18 +360,20 @@ fn replay_save_turns_a_failure_into_a_scenario_that_reproduces_it() {
     // The file exists now: replacing it takes --force, and a refused
     // save leaves it as it was.
     let saved = std::fs::read_to_string(&path).unwrap();
-    let (code, _, err) = sim(&["replay", token, "--save", path.to_str().unwrap()]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("exists; pass --force to replace it"), "{err}");
-    let (code, _, err) = sim(&[
-        "replay",
-        "{\"seed\":1}",
-        "--save",
-        path.to_str().unwrap(),
-        "--force",
-    ]);
-    assert_eq!(code, 2);
-    assert!(err.contains("keeps every clause"), "{err}");
+    refused(
+        &["replay", token, "--save", path.to_str().unwrap()],
+        "exists; pass --force to replace it",
+    );
+    refused(
+        &[
+            "replay",
+            "{\"seed\":1}",
+            "--save",
+            path.to_str().unwrap(),
+            "--force",
+        ],
+        "keeps every clause",
+    );
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
         saved,
@@ -381,15 +389,9 @@ fn replay_save_turns_a_failure_into_a_scenario_that_reproduces_it() {
 
     // A swarm token interleaves event kinds; saved, its timed events are
     // put in time order, and the scenario reproduces the run it saved.
-    let (_, out, _) = sim(&[
-        "explore",
-        "--seeds",
-        "5",
-        "--swarm",
-        "--flaw",
-        "stale-release",
-        "--json",
-    ]);
+    let (_, out, _) = sim(&words(
+        "explore --seeds 5 --swarm --flaw stale-release --json",
+    ));
     let summary: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     let swarm_token = &summary["failures"][0]["token"].to_string();
     let swarm_path = dir.join("swarm-token.toml");
@@ -423,23 +425,11 @@ fn replay_save_turns_a_failure_into_a_scenario_that_reproduces_it() {
             .unwrap()
             .contains("format_version")
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn bench_reports_every_figure_as_json() {
-    let args = [
-        "bench",
-        "--json",
-        "--rounds",
-        "1",
-        "--runs-per-round",
-        "5",
-        "--streams",
-        "2",
-        "--memory-runs",
-        "1000",
-    ];
+    let args = words("bench --json --rounds 1 --runs-per-round 5 --streams 2 --memory-runs 1000");
     let (code, out, err) = sim(&args);
     assert_eq!(code, 0, "{err}");
     let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
@@ -468,9 +458,10 @@ fn bench_reports_every_figure_as_json() {
             assert!(median.is_some_and(|m| m >= 1), "{flaw} {mode} in {report}");
         }
     }
-    let (code, _, err) = sim(&["bench", "--memory-runs", "10"]);
-    assert_eq!(code, 2);
-    assert!(err.contains("--memory-runs: 10 is not in 1000..="), "{err}");
+    refused(
+        &["bench", "--memory-runs", "10"],
+        "--memory-runs: 10 is not in 1000..=",
+    );
 }
 
 #[test]
@@ -489,8 +480,7 @@ fn shards_split_a_sweep_between_machines() {
 
 #[test]
 fn check_judges_a_recorded_history_file() {
-    let dir = test_support::private_dir("sim-check-").keep();
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = test_support::ScratchDir::new("sim-check-");
     let clean = dir.join("clean.jsonl");
     let path = clean.to_str().unwrap();
     let (code, _, _) = sim(&["run", "--seed", "4", "--jsonl", path]);
@@ -521,11 +511,9 @@ fn check_judges_a_recorded_history_file() {
     assert!(out.contains("FEN-1: delete carried token"), "{out}");
 
     std::fs::write(&edited, "{\"seed\": 1}\n").unwrap();
-    let (code, _, err) = sim(&["check", edited.to_str().unwrap()]);
-    assert_eq!(code, 2);
-    assert!(
-        err.contains("edited.jsonl: line 1: header: no format_version"),
-        "{err}"
+    refused(
+        &["check", edited.to_str().unwrap()],
+        "edited.jsonl: line 1: header: no format_version",
     );
 
     // Damaged histories are refused with the line of the problem, never
@@ -617,11 +605,9 @@ fn check_judges_a_recorded_history_file() {
 
     // Text that stops being UTF-8 is refused naming its line.
     std::fs::write(&edited, b"{\"a\":1}\n\xfe\n").unwrap();
-    let (code, _, err) = sim(&["check", edited.to_str().unwrap()]);
-    assert_eq!(code, 2);
-    assert!(
-        err.contains("edited.jsonl: line 2: not UTF-8 text: byte"),
-        "{err}"
+    refused(
+        &["check", edited.to_str().unwrap()],
+        "edited.jsonl: line 2: not UTF-8 text: byte",
     );
 
     // A history of another format version is refused by name, not misread.
@@ -635,15 +621,13 @@ fn check_judges_a_recorded_history_file() {
             && err.contains(&format!("reads version {HISTORY_FORMAT_VERSION} only")),
         "{err}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `sim scenario` reads every file, refusing the bad ones by name at the
 /// end (exit 2), and refuses a `--flaw` that contradicts a file's own.
 #[test]
 fn scenario_runs_every_file_and_refuses_a_conflicting_flaw() {
-    let dir = test_support::private_dir("sim-scenarios-").keep();
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = test_support::ScratchDir::new("sim-scenarios-");
     let bad = dir.join("bad.toml");
     std::fs::write(&bad, "name = \"bad\"\n").unwrap();
     let good = concat!(
@@ -665,11 +649,9 @@ fn scenario_runs_every_file_and_refuses_a_conflicting_flaw() {
     assert!(err.contains("bad.toml"), "{err}");
     let empty = dir.join("empty");
     std::fs::create_dir_all(&empty).unwrap();
-    let (code, _, err) = sim(&["scenario", empty.to_str().unwrap()]);
-    assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("a folder with no .toml scenario files"),
-        "{err}"
+    refused(
+        &["scenario", empty.to_str().unwrap()],
+        "a folder with no .toml scenario files",
     );
     let flawed = dir.join("flawed.toml");
     let finding = concat!(
@@ -681,17 +663,14 @@ fn scenario_runs_every_file_and_refuses_a_conflicting_flaw() {
         .replace("name = \"finding-2-stale-release\"", "name = \"flawed\"")
         .replacen("[run]\n", "[run]\nflaw = \"stale-release\"\n", 1);
     std::fs::write(&flawed, text).unwrap();
-    let (code, _, err) = sim(&[
-        "scenario",
-        "--flaw",
-        "moving-cutoff",
-        flawed.to_str().unwrap(),
-    ]);
-    std::fs::remove_dir_all(&dir).unwrap();
-    assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("--flaw moving-cutoff conflicts with the file's own stale-release"),
-        "{err}"
+    refused(
+        &[
+            "scenario",
+            "--flaw",
+            "moving-cutoff",
+            flawed.to_str().unwrap(),
+        ],
+        "--flaw moving-cutoff conflicts with the file's own stale-release",
     );
 }
 

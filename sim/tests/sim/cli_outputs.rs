@@ -2,14 +2,13 @@
 //! from every subcommand that runs or reads a history, the `explore
 //! --report` page, and outputs that would replace an input.
 
-use super::cli::sim;
+use super::cli::{finished, refused, sim, words};
 
 /// `--svg` on run, replay, check and scenario writes the swimlane picture,
 /// checked as XML, under the same no-replace rule as every other file.
 #[test]
 fn svg_pictures_come_from_every_subcommand_that_runs_or_reads_a_history() {
-    let dir = test_support::private_dir("sim-svg-").keep();
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = test_support::ScratchDir::new("sim-svg-");
     let file = |name: &str| dir.join(name).to_str().unwrap().to_owned();
     let (code, _, err) = sim(&[
         "run",
@@ -41,17 +40,19 @@ fn svg_pictures_come_from_every_subcommand_that_runs_or_reads_a_history() {
             .unwrap()
             .contains("VIOLATED: REL-1")
     );
-    let (code, _, err) = sim(&["run", "--seed", "2", "--svg", &file("run.svg")]);
-    assert_eq!(code, 2);
-    assert!(err.contains("exists; pass --force"), "{err}");
+    refused(
+        &["run", "--seed", "2", "--svg", &file("run.svg")],
+        "exists; pass --force",
+    );
     let scenarios = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/");
     let (one, two) = (
         format!("{scenarios}stop-is-terminal.toml"),
         format!("{scenarios}two-stops-at-once.toml"),
     );
-    let (code, _, err) = sim(&["scenario", &one, &two, "--svg", &file("x.svg")]);
-    assert_eq!(code, 2);
-    assert!(err.contains("name an existing folder"), "{err}");
+    refused(
+        &["scenario", &one, &two, "--svg", &file("x.svg")],
+        "name an existing folder",
+    );
     let (code, _, err) = sim(&["scenario", &one, &two, "--svg", dir.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let stored = concat!(
@@ -63,7 +64,6 @@ fn svg_pictures_come_from_every_subcommand_that_runs_or_reads_a_history() {
             == std::fs::read_to_string(stored).unwrap(),
         "the command draws the snapshot's picture"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `explore --report DIR` writes a page that works offline: every link
@@ -72,7 +72,8 @@ fn svg_pictures_come_from_every_subcommand_that_runs_or_reads_a_history() {
 #[test]
 fn explore_report_writes_a_self_contained_page() {
     // The page's folder does not exist yet: the command makes it.
-    let dir = test_support::private_dir("sim-report-").keep().join("page");
+    let scratch = test_support::ScratchDir::new("sim-report-");
+    let dir = scratch.join("page");
     let report = dir.to_str().unwrap();
     let args = [
         "explore",
@@ -135,7 +136,6 @@ fn explore_report_writes_a_self_contained_page() {
         !dir.join("first-failure.svg").exists(),
         "the older report's picture is not left beside \"No run failed.\""
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A history is never overwritten by its own picture, a report folder that
@@ -143,16 +143,16 @@ fn explore_report_writes_a_self_contained_page() {
 /// dying recorder cut short, saying so.
 #[test]
 fn check_protects_its_input_and_partial_drops_a_cut_last_line() {
-    let dir = test_support::private_dir("sim-protect-").keep();
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = test_support::ScratchDir::new("sim-protect-");
     let history = dir.join("h.jsonl");
     let path = history.to_str().unwrap();
     let (code, _, err) = sim(&["run", "--seed", "1", "--jsonl", path]);
     assert_eq!(code, 0, "{err}");
     let text = std::fs::read_to_string(&history).unwrap();
-    let (code, _, err) = sim(&["check", path, "--svg", path, "--force"]);
-    assert_eq!(code, 2);
-    assert!(err.contains("is an input of this command"), "{err}");
+    refused(
+        &["check", path, "--svg", path, "--force"],
+        "is an input of this command",
+    );
     assert_eq!(
         std::fs::read_to_string(&history).unwrap(),
         text,
@@ -168,10 +168,10 @@ fn check_protects_its_input_and_partial_drops_a_cut_last_line() {
         out.contains("its last line is cut off; judged without it"),
         "{out}"
     );
-    let (code, _, err) = sim(&["explore", "--seeds", "2", "--report", path]);
-    assert_eq!(code, 2);
-    assert!(err.contains("is not a folder"), "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
+    refused(
+        &["explore", "--seeds", "2", "--report", path],
+        "is not a folder",
+    );
 }
 
 /// `explore` refuses an output it could not write before it sweeps (its
@@ -180,7 +180,7 @@ fn check_protects_its_input_and_partial_drops_a_cut_last_line() {
 /// the file and leaves nothing half-written behind.
 #[test]
 fn explore_checks_its_outputs_before_the_sweep_and_prints_its_summary_whatever_the_files_do() {
-    let dir = test_support::private_dir("sim-outputs-").keep();
+    let dir = test_support::ScratchDir::new("sim-outputs-");
     let at = |name: &str| dir.join(name).to_str().unwrap().to_owned();
     let sweep = |outputs: &[&str]| {
         let mut args = vec!["explore", "--seeds", "3", "-q"];
@@ -217,24 +217,14 @@ fn explore_checks_its_outputs_before_the_sweep_and_prints_its_summary_whatever_t
 
     // A file-size limit of zero makes every write to a file fail, as a
     // full disk does, while stdout (a pipe) still works.
-    let output = std::process::Command::new("sh")
-        .args(["-c", "ulimit -f 0 && trap '' XFSZ && exec \"$0\" \"$@\""])
-        .arg(env!("CARGO_BIN_EXE_sim"))
-        .args([
-            "explore",
-            "--seeds",
-            "3",
-            "-q",
-            "--summary",
-            &at("summary.json"),
-        ])
-        .output()
-        .unwrap();
-    let (out, err) = (
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr),
+    let (code, out, err) = finished(
+        std::process::Command::new("sh")
+            .args(["-c", "ulimit -f 0 && trap '' XFSZ && exec \"$0\" \"$@\""])
+            .arg(env!("CARGO_BIN_EXE_sim"))
+            .args(["explore", "--seeds", "3", "-q", "--summary"])
+            .arg(at("summary.json")),
     );
-    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(
         out.contains("3 runs"),
         "the summary is printed first:\n{out}"
@@ -253,7 +243,6 @@ fn explore_checks_its_outputs_before_the_sweep_and_prints_its_summary_whatever_t
             .any(|name| name.starts_with(".sim-") || name == "summary.json"),
         "left behind: {left:?}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A run too large to draw still prints its timeline and verdict (the
@@ -261,20 +250,10 @@ fn explore_checks_its_outputs_before_the_sweep_and_prints_its_summary_whatever_t
 /// one too large to draw neither stops the others nor loses the tally.
 #[test]
 fn a_picture_too_large_to_draw_loses_nothing_else() {
-    let dir = test_support::private_dir("sim-large-").keep();
+    let dir = test_support::ScratchDir::new("sim-large-");
     let svg = dir.join("run.svg");
     // A clock ten times fast over an hour: some 65,000 events, in 0.4 s.
-    let large = [
-        "run",
-        "--seed",
-        "1",
-        "--replicas",
-        "5",
-        "--duration-ms",
-        "3600000",
-        "--clock-rate",
-        "1:0:10000",
-    ];
+    let large = words("run --seed 1 --replicas 5 --duration-ms 3600000 --clock-rate 1:0:10000");
     let history = dir.join("run.jsonl");
     let mut args = large.to_vec();
     args.extend(["--svg", svg.to_str().unwrap()]);
@@ -327,7 +306,6 @@ fn a_picture_too_large_to_draw_loses_nothing_else() {
     assert!(out.contains("2 as expected, 0 not"), "{out}\n{err}");
     assert!(err.contains("1 picture(s) not written"), "{err}");
     assert!(pictures.join("stop-is-terminal.svg").is_file());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The command line a report or summary records is quoted as a shell
@@ -337,7 +315,7 @@ fn a_picture_too_large_to_draw_loses_nothing_else() {
 #[test]
 fn the_recorded_command_line_is_shell_quoted_and_never_panics() {
     use std::os::unix::ffi::OsStrExt;
-    let dir = test_support::private_dir("sim-quoted-").keep();
+    let dir = test_support::ScratchDir::new("sim-quoted-");
     let report = dir.join("$(touch PWNED)");
     let (code, _, err) = sim(&[
         "explore",
@@ -367,5 +345,4 @@ fn the_recorded_command_line_is_shell_quoted_and_never_panics() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -32,6 +32,15 @@ fn granted(db: &Driver, id: u64) -> Lease {
     }
 }
 
+/// A database with `ttl_ms` leases, the rows created at `rows_at_ms` and
+/// `bounds`, whose lease r1 was granted at 0 ms on session 1.
+fn held_by_r1(ttl_ms: u64, rows_at_ms: &[i64], bounds: Bounds) -> (Driver, Lease) {
+    let mut db = Driver::new(ttl_ms, rows_at_ms, bounds);
+    let first = db.lease(0, 1, acquire("r1"));
+    let lease = granted(&db, first);
+    (db, lease)
+}
+
 fn bounds(lock_ms: u64, statement_ms: u64) -> Bounds {
     Bounds {
         statement_ms,
@@ -42,9 +51,7 @@ fn bounds(lock_ms: u64, statement_ms: u64) -> Bounds {
 
 #[test]
 fn a_renewal_waits_for_the_open_delete_and_is_judged_at_its_start() {
-    let mut db = Driver::new(TTL_MS, &[1, 2, 3], Bounds::default());
-    let first = db.lease(0, 1, acquire("r1"));
-    let lease = granted(&db, first);
+    let (mut db, lease) = held_by_r1(TTL_MS, &[1, 2, 3], Bounds::default());
     let txn = db.begin(100, 2);
     db.fence(100, 2, txn, lease.fencing_token);
     let renewal = db.lease(200, 3, renew(&lease));
@@ -69,9 +76,7 @@ fn a_renewal_waits_for_the_open_delete_and_is_judged_at_its_start() {
 
 #[test]
 fn a_successor_waits_behind_a_paused_holder_until_its_transaction_ends() {
-    let mut db = Driver::new(TTL_MS, &[1], Bounds::default());
-    let first = db.lease(0, 1, acquire("r1"));
-    let old = granted(&db, first);
+    let (mut db, old) = held_by_r1(TTL_MS, &[1], Bounds::default());
     let txn = db.begin(900, 2);
     db.fence(900, 2, txn, old.fencing_token);
     // The holder pauses; its lease expires at 1,000; the successor asks.
@@ -92,9 +97,7 @@ fn a_successor_waits_behind_a_paused_holder_until_its_transaction_ends() {
 
 #[test]
 fn statements_naming_another_lease_do_not_wait() {
-    let mut db = Driver::new(TTL_MS, &[], Bounds::default());
-    let first = db.lease(0, 1, acquire("r1"));
-    let lease = granted(&db, first);
+    let (mut db, lease) = held_by_r1(TTL_MS, &[], Bounds::default());
     let txn = db.begin(10, 2);
     db.fence(10, 2, txn, lease.fencing_token);
     let stale = Lease {
@@ -122,9 +125,7 @@ fn statements_naming_another_lease_do_not_wait() {
 
 #[test]
 fn waiters_go_in_arrival_order_and_the_fence_passes_them() {
-    let mut db = Driver::new(TTL_MS, &[], Bounds::default());
-    let first = db.lease(0, 1, acquire("r1"));
-    let lease = granted(&db, first);
+    let (mut db, lease) = held_by_r1(TTL_MS, &[], Bounds::default());
     let a = db.begin(10, 2);
     db.fence(10, 2, a, lease.fencing_token);
     let renewal = db.lease(20, 3, renew(&lease));
@@ -209,9 +210,7 @@ fn lock_timeout_is_armed_afresh_for_each_holder_waited_for() {
     // Two fences, each held under a second but overlapping: a renewal
     // waits for the first, then the second, and is granted 1.7 s after it
     // was sent with lock_timeout at 1 s (PostgreSQL 15: granted at 1.81 s).
-    let mut db = Driver::new(10_000, &[], bounds(1_000, 0));
-    let first = db.lease(0, 1, acquire("r1"));
-    let lease = granted(&db, first);
+    let (mut db, lease) = held_by_r1(10_000, &[], bounds(1_000, 0));
     let (a, b) = (db.begin(0, 2), db.begin(0, 3));
     db.fence(130, 2, a, lease.fencing_token);
     let renewal = db.lease(140, 4, renew(&lease));
@@ -234,9 +233,7 @@ fn a_waiter_behind_another_restarts_its_timer_only_when_it_reaches_the_head() {
     // for the fence afresh and fails a second later; the third, still
     // behind the second, fails 1 s after it was sent (PostgreSQL 15: 1.105,
     // 2.106 and 1.505 s).
-    let mut db = Driver::new(10_000, &[], bounds(1_000, 0));
-    let first = db.lease(0, 1, acquire("r1"));
-    let lease = granted(&db, first);
+    let (mut db, lease) = held_by_r1(10_000, &[], bounds(1_000, 0));
     let txn = db.begin(0, 2);
     db.fence(0, 2, txn, lease.fencing_token);
     let one = db.lease(100, 3, renew(&lease));
@@ -259,9 +256,7 @@ fn a_waiter_behind_another_restarts_its_timer_only_when_it_reaches_the_head() {
 
 #[test]
 fn statement_timeout_bounds_the_whole_statement_across_attempts() {
-    let mut db = Driver::new(10_000, &[], bounds(1_000, 1_500));
-    let first = db.lease(0, 1, acquire("r1"));
-    let lease = granted(&db, first);
+    let (mut db, lease) = held_by_r1(10_000, &[], bounds(1_000, 1_500));
     let (a, b) = (db.begin(0, 2), db.begin(0, 3));
     db.fence(0, 2, a, lease.fencing_token);
     let renewal = db.lease(100, 4, renew(&lease));
@@ -282,9 +277,7 @@ fn an_error_in_a_transaction_releases_its_locks_at_once_and_commit_answers_rollb
     // queued renewal is granted at that instant, and the session's later
     // COMMIT is answered ROLLBACK with no error (PostgreSQL 15: granted
     // 3 ms after the cut; COMMIT printed the tag ROLLBACK).
-    let mut db = Driver::new(10_000, &[1, 2, 3], bounds(0, 500));
-    let first = db.lease(0, 1, acquire("r1"));
-    let lease = granted(&db, first);
+    let (mut db, lease) = held_by_r1(10_000, &[1, 2, 3], bounds(0, 500));
     let txn = db.begin(0, 2);
     db.fence(0, 2, txn, lease.fencing_token);
     let delete = db.delete(110, 2, txn, (10, 200, 2_000));
@@ -359,9 +352,7 @@ fn a_commit_holds_its_locks_until_durable_and_statement_timeout_does_not_cut_it(
 
 #[test]
 fn a_refused_acquire_holds_the_row_through_its_commit_and_a_fence_waits_behind_it() {
-    let mut db = Driver::new(10_000, &[], bounds(0, 0));
-    let first = db.lease(0, 1, acquire("r1"));
-    let lease = granted(&db, first);
+    let (mut db, lease) = held_by_r1(10_000, &[], bounds(0, 0));
     db.commit_ms = 500;
     let refused = db.lease(100, 2, acquire("r2"));
     let txn = db.begin(200, 3);
@@ -415,9 +406,7 @@ fn a_session_the_server_ended_runs_nothing_more_and_a_parse_keeps_it_alive() {
         idle_in_transaction_ms: 500,
         ..Bounds::default()
     };
-    let mut db = Driver::new(TTL_MS, &[1, 2, 3], idle);
-    let first = db.lease(0, 1, acquire("r1"));
-    let lease = granted(&db, first);
+    let (mut db, lease) = held_by_r1(TTL_MS, &[1, 2, 3], idle);
     // Session 2 idles in its transaction; a Parse at 400 starts a new
     // idle stretch, so at 500 it is still alive; at 901 it is ended.
     let txn = db.begin(0, 2);

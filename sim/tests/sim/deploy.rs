@@ -8,7 +8,7 @@ use std::process::Command;
 
 use yaml_rust2::{Yaml, YamlLoader};
 
-use crate::cli::sim;
+use crate::cli::{sim, words};
 
 const SHARDS: usize = 4;
 
@@ -22,17 +22,9 @@ fn load(relative: &str) -> Vec<Yaml> {
 
 /// The plan the workflow and the Jobs were written from.
 fn plan() -> Vec<String> {
-    let (code, out, err) = sim(&[
-        "explore",
-        "--seeds",
-        "1000000",
-        "--swarm",
-        "--jobs",
-        "2",
-        "--force",
-        "--print-shard-plan",
-        "4",
-    ]);
+    let (code, out, err) = sim(&words(
+        "explore --seeds 1000000 --swarm --jobs 2 --force --print-shard-plan 4",
+    ));
     assert_eq!(code, 0, "{err}");
     let lines: Vec<String> = out
         .lines()

@@ -6,11 +6,11 @@
 
 use serde_json::{Value, json};
 
-use super::cli::sim_in;
+use super::cli::{finished, refused_in, sim_in, words};
 
 /// A fresh folder holding `sub/`, for relative spellings.
-fn folder(prefix: &str) -> std::path::PathBuf {
-    let dir = test_support::private_dir(prefix).keep();
+fn folder(prefix: &str) -> test_support::ScratchDir {
+    let dir = test_support::ScratchDir::new(prefix);
     std::fs::create_dir(dir.join("sub")).unwrap();
     dir
 }
@@ -84,7 +84,6 @@ fn two_spellings_of_one_output_are_refused_before_anything_is_written() {
         std::fs::read_to_string(dir.join("h.jsonl")).unwrap(),
         "kept\n"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn read_json(path: &std::path::Path) -> Value {
@@ -94,17 +93,7 @@ fn read_json(path: &std::path::Path) -> Value {
 /// A real shard summary of the stale-release variant, which fails some
 /// seeds, in `dir/s.json`.
 fn failing_summary(dir: &std::path::Path) -> Value {
-    let args = [
-        "explore",
-        "--seeds",
-        "12",
-        "--swarm",
-        "--flaw",
-        "stale-release",
-        "-q",
-        "--summary",
-        "s.json",
-    ];
+    let args = words("explore --seeds 12 --swarm --flaw stale-release -q --summary s.json");
     let (code, _, err) = sim_in(dir, &args);
     assert_eq!(code, 1, "the flaw fails some seeds: {err}");
     read_json(&dir.join("s.json"))
@@ -159,7 +148,6 @@ fn names_from_a_summary_never_lead_a_write_out_of_its_folder() {
         let inside = std::fs::read_dir(dir.join("sub")).unwrap().count();
         assert_eq!(inside, 1, "{expected}: only the forged summary");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Every output is checked before the first is written or the work runs:
@@ -170,19 +158,8 @@ fn every_output_is_refused_before_any_write_or_run() {
     let dir = folder("sim-before-");
     failing_summary(&dir);
     std::fs::write(dir.join("a-file"), "").unwrap();
-    let (code, _, err) = sim_in(
-        &dir,
-        &[
-            "merge",
-            "s.json",
-            "--summary",
-            "new.json",
-            "--save-failures",
-            "a-file",
-        ],
-    );
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("--save-failures a-file"), "{err}");
+    let args = words("merge s.json --summary new.json --save-failures a-file");
+    refused_in(&dir, &args, "--save-failures a-file");
     assert!(
         !dir.join("new.json").exists(),
         "the summary was written first"
@@ -195,7 +172,6 @@ fn every_output_is_refused_before_any_write_or_run() {
         assert!(err.contains("--summary") && err.contains(shows), "{err}");
         assert!(out.is_empty(), "the sweep ran first: {out}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// What a sweep and a merge cost follows what they run: one seed of a
@@ -232,7 +208,6 @@ fn a_huge_shard_count_costs_what_is_run_not_the_range() {
         );
         std::fs::remove_file(dir.join("x.json")).unwrap();
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A million-seed sweep of a flaw that fails every seed is a normal user
@@ -302,7 +277,6 @@ fn a_merge_of_a_million_failures_ends_within_two_gib() {
     );
     let merged = std::fs::read_to_string(dir.join("merged.json")).unwrap();
     assert_eq!(merged.matches(r#""clauses""#).count() as u64, FAILURES);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Odd spellings a hand-edited or forged summary has: a key twice (serde
@@ -375,10 +349,7 @@ fn odd_summaries_are_refused_naming_the_field_or_read_as_meant() {
         half["wall_secs"] = json!(f64::MAX);
         std::fs::write(dir.join(name), half.to_string()).unwrap();
     }
-    let (code, _, err) = sim_in(&dir, &["merge", "a.json", "b.json"]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("wall_secs"), "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
+    refused_in(&dir, &["merge", "a.json", "b.json"], "wall_secs");
 }
 
 /// `check --partial` is for a history whose writer was stopped at any
@@ -395,10 +366,7 @@ fn a_history_cut_inside_a_character_is_judged_with_partial() {
     let (code, out, err) = sim_in(&dir, &["check", "h.jsonl", "--partial"]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("its last line is cut off"), "{out}");
-    let (code, _, err) = sim_in(&dir, &["check", "h.jsonl"]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("not UTF-8"), "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
+    refused_in(&dir, &["check", "h.jsonl"], "not UTF-8");
 }
 
 /// More jobs than the system gives threads (here: 256 under a 1 GB
@@ -408,21 +376,16 @@ fn a_history_cut_inside_a_character_is_judged_with_partial() {
 fn a_sweep_runs_on_the_threads_the_system_gives() {
     let dir = folder("sim-threads-");
     let sim = env!("CARGO_BIN_EXE_sim");
-    let output = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "ulimit -v 1048576 && exec '{sim}' explore --seeds 40 --jobs 256 --summary s.json"
-        ))
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    let (out, err) = (
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr),
+    let (code, out, err) = finished(
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -v 1048576 && exec '{sim}' explore --seeds 40 --jobs 256 --summary s.json"
+            ))
+            .current_dir(&dir),
     );
-    assert_eq!(output.status.code(), Some(0), "{out}\n{err}");
+    assert_eq!(code, 0, "{out}\n{err}");
     assert_eq!(read_json(&dir.join("s.json"))["runs"], 40, "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A scenario's expected texts are a set: one listed twice is a mistake
@@ -447,5 +410,4 @@ fn a_scenario_text_listed_twice_is_refused_naming_it() {
         err.contains("expect.real_may_miss[1]") && err.contains("listed twice"),
         "{err}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::cli::sim;
+use crate::cli::{refused, sim, sim_in, words};
 
 fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
@@ -14,17 +14,10 @@ fn read_json(path: &Path) -> Value {
 
 #[test]
 fn forged_summaries_are_refused_naming_the_file_and_field() {
-    let dir = test_support::private_dir("sim-forged-").keep();
+    let dir = test_support::ScratchDir::new("sim-forged-");
     let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
     for (shard, name) in [("1/3", "s1.json"), ("2/3", "s2.json"), ("3/3", "s3.json")] {
-        let args = [
-            "explore",
-            "--seeds",
-            "30",
-            "--swarm",
-            "--flaw",
-            "stale-release",
-        ];
+        let args = words("explore --seeds 30 --swarm --flaw stale-release");
         let summary = path(name);
         let mut args = args.to_vec();
         args.extend(["--shard", shard, "-q", "--summary", &summary]);
@@ -167,26 +160,14 @@ fn forged_summaries_are_refused_naming_the_file_and_field() {
     value["failures"][0]["shrunk"]["token"] =
         json!({ "seed": 1, "flaw": "stale-release", "replicas": 1, "duration_ms": 1000 });
     std::fs::write(dir.join("forged.json"), value.to_string()).unwrap();
-    let (_, out, err) = sim(&[
-        "merge",
-        &path("s1.json"),
-        &path("forged.json"),
-        &path("s3.json"),
-    ]);
+    let (_, out, err) = sim_in(&dir, &words("merge s1.json forged.json s3.json"));
     assert!(
         out.contains("but this build's replay of it keeps REL-1"),
         "{out:.2000}\n{err}"
     );
     assert!(!out.contains("broke 0 clause"), "{out:.2000}");
-    let kept = path("kept");
-    let (code, _, err) = sim(&[
-        "merge",
-        &path("s1.json"),
-        &path("forged.json"),
-        &path("s3.json"),
-        "--save-failures",
-        &kept,
-    ]);
+    let merge_and_save = "merge s1.json forged.json s3.json --save-failures kept";
+    let (code, _, err) = sim_in(&dir, &words(merge_and_save));
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("the failure of seed 1 (REL-1)") && err.contains("another build, or damaged"),
@@ -202,20 +183,11 @@ fn forged_summaries_are_refused_naming_the_file_and_field() {
     token["events"] = json!([twice.clone(), twice]);
     older["failures"][0]["token"] = token;
     std::fs::write(dir.join("older.json"), older.to_string()).unwrap();
-    let (code, out, err) = sim(&[
-        "merge",
-        &path("s1.json"),
-        &path("s2.json"),
-        &path("s3.json"),
-        "--baseline",
-        &path("older.json"),
-    ]);
+    let merge_against_older = "merge s1.json s2.json s3.json --baseline older.json";
+    let (code, out, err) = sim_in(&dir, &words(merge_against_older));
     assert_ne!(code, 2, "{err}");
     assert!(out.contains("triage against"), "{out}\n{err}");
 
     // Not a summary at all, and endless: refused at the size limit.
-    let (code, _, err) = sim(&["merge", "/dev/zero"]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("/dev/zero: larger than the"), "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
+    refused(&["merge", "/dev/zero"], "/dev/zero: larger than the");
 }

@@ -336,12 +336,10 @@ fn a_mistake_inside_an_event_table_names_its_entry_key_and_line() {
 
 #[test]
 fn non_utf8_is_refused_with_its_line_and_byte() {
-    let dir = test_support::private_dir("sim-utf8-").keep();
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = test_support::ScratchDir::new("sim-utf8-");
     let path = dir.join("bad.toml");
     std::fs::write(&path, b"name = \"bad\"\ndescription = \"x\xff\"\n").unwrap();
     let error = retention_sim::Scenario::load(&path).unwrap_err();
-    std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(error.line, Some(2), "{error}");
     assert!(
         error.problem.contains("byte 30 of the file (column 17"),

@@ -10,8 +10,8 @@ use super::cli::sim_in;
 const SCENARIO: &str = "a-clock-stepped-back-mid-term";
 
 /// A folder holding `a/NAME.toml` and `b/NAME.toml`, the same scenario.
-fn two_of_one_name() -> std::path::PathBuf {
-    let dir = test_support::private_dir("sim-named-outputs-").keep();
+fn two_of_one_name() -> test_support::ScratchDir {
+    let dir = test_support::ScratchDir::new("sim-named-outputs-");
     let text = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../scenarios/{SCENARIO}.toml")),
     )
@@ -86,5 +86,4 @@ fn two_scenarios_of_one_name_are_refused_before_any_run() {
     let (code, _, err) = sim_in(&dir, &["scenario", &a, "--svg", "pictures"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(entries(&dir.join("pictures")), [format!("{SCENARIO}.svg")]);
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -7,11 +7,11 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::cli::{sim, sim_in};
+use crate::cli::{refused_in, sim, sim_in, words};
 
 /// A fresh folder for one test's files.
-fn scratch(name: &str) -> PathBuf {
-    test_support::private_dir(&format!("sim-{name}-")).keep()
+fn scratch(name: &str) -> test_support::ScratchDir {
+    test_support::ScratchDir::new(&format!("sim-{name}-"))
 }
 
 fn read_json(path: &Path) -> Value {
@@ -37,19 +37,16 @@ const SAME_FIELDS: [&str; 9] = [
 #[test]
 fn a_sweep_run_as_shards_merges_to_the_sweep_run_whole() {
     let dir = scratch("shards");
-    let sweep = [
-        "--seeds",
-        "45",
-        "--swarm",
-        "--flaw",
-        "stale-release",
-        "--shrink-max",
-        "100",
-    ];
-    let whole_args = [&["explore"][..], &sweep, &["--summary", "whole.json", "-q"]].concat();
+    let sweep = words("--seeds 45 --swarm --flaw stale-release --shrink-max 100");
+    let whole_args = [
+        &["explore"][..],
+        &sweep[..],
+        &["--summary", "whole.json", "-q"],
+    ]
+    .concat();
     let (code, whole_text, err) = sim_in(&dir, &whole_args);
     assert_eq!(code, 1, "the flaw is found: {err}");
-    let plan_args = [&["explore"][..], &sweep, &["--print-shard-plan", "3"]].concat();
+    let plan_args = [&["explore"][..], &sweep[..], &["--print-shard-plan", "3"]].concat();
     let (code, plan, err) = sim_in(&dir, &plan_args);
     assert_eq!(code, 0, "{err}");
     let commands: Vec<Vec<&str>> = plan
@@ -97,48 +94,23 @@ fn a_sweep_run_as_shards_merges_to_the_sweep_run_whole() {
         whole_text.contains("first failure, as drawn"),
         "{whole_text}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn merge_refuses_what_is_not_one_sweep_and_reports_missing_shards() {
     let dir = scratch("merge-refusals");
-    for (shard, file) in [("1/3", "a.json"), ("2/3", "b.json")] {
-        let args = [
-            "explore",
-            "--seeds",
-            "12",
-            "-q",
-            "--shard",
-            shard,
-            "--summary",
-            file,
-        ];
-        assert_eq!(sim_in(&dir, &args).0, 0);
+    // Two shards of three (the third never runs), a shard of another split
+    // and a shard of another sweep.
+    let sweeps = [
+        "--shard 1/3 --summary a.json",
+        "--shard 2/3 --summary b.json",
+        "--shard 1/2 --summary half.json",
+        "--shard 3/3 --summary swarm.json --swarm",
+    ];
+    for flags in sweeps {
+        let line = format!("explore --seeds 12 -q {flags}");
+        assert_eq!(sim_in(&dir, &words(&line)).0, 0, "sim {line}");
     }
-    let args = [
-        "explore",
-        "--seeds",
-        "12",
-        "-q",
-        "--shard",
-        "1/2",
-        "--summary",
-        "half.json",
-    ];
-    assert_eq!(sim_in(&dir, &args).0, 0);
-    let args = [
-        "explore",
-        "--seeds",
-        "12",
-        "-q",
-        "--swarm",
-        "--shard",
-        "3/3",
-        "--summary",
-        "swarm.json",
-    ];
-    assert_eq!(sim_in(&dir, &args).0, 0);
 
     let (code, out, _) = sim_in(&dir, &["merge", "a.json", "b.json"]);
     assert_eq!(code, 3, "a shard is missing: {out}");
@@ -156,9 +128,11 @@ fn merge_refuses_what_is_not_one_sweep_and_reports_missing_shards() {
         "{err}"
     );
     assert!(out.contains("MISSING shard 3/3"), "{out}");
-    let (code, _, err) = sim_in(&dir, &["merge", "never-written.json"]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("none of the files named exists"), "{err}");
+    refused_in(
+        &dir,
+        &["merge", "never-written.json"],
+        "none of the files named exists",
+    );
 
     let edit = |name: &str, change: &dyn Fn(&mut Value)| {
         let mut value = read_json(&dir.join("b.json"));
@@ -193,14 +167,8 @@ fn merge_refuses_what_is_not_one_sweep_and_reports_missing_shards() {
         (&["other.json"], "other.json: not a sweep summary"),
     ];
     for (files, expected) in refusals {
-        let (code, _, err) = sim_in(&dir, &[&["merge"][..], files].concat());
-        assert_eq!(code, 2, "{files:?}: {err}");
-        assert!(
-            err.contains(expected),
-            "{files:?}: {err:?} should say {expected:?}"
-        );
+        refused_in(&dir, &[&["merge"][..], files].concat(), expected);
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A baseline of the real worker, then the same sweep with a flaw: every
@@ -286,7 +254,6 @@ fn triage_sorts_failures_into_new_still_failing_and_fixed() {
     assert_eq!(code, 0, "each saved failure meets its expectation:\n{out}");
     let (code, _, err) = sim_in(&dir, &["merge", "flawed.json", "--save-failures", "kept"]);
     assert_eq!(code, 2, "nothing is replaced without --force: {err}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Whether process `pid` has a handler for each of `signals`.
@@ -343,7 +310,6 @@ fn an_interrupted_sweep_reports_what_it_ran_and_exits_130() {
         let (code, merged, _) = sim_in(&dir, &["merge", &file]);
         assert_eq!(code, 3, "a partial summary merges as incomplete: {merged}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// In a log (standard error not a terminal) a sweep prints a plain line

@@ -83,7 +83,7 @@ fn the_command_prints_each_story_against_its_bound() {
 /// start whose seeds wrap to 0, a story measured twice): refused first.
 #[test]
 fn takeover_refuses_its_arguments_before_it_runs() {
-    let dir = test_support::private_dir("sim-takeover-").keep();
+    let dir = test_support::ScratchDir::new("sim-takeover-");
     std::fs::write(dir.join("frozen-0.jsonl"), "kept").unwrap();
     let (folder, missing) = (
         dir.to_str().unwrap().to_owned(),
@@ -129,5 +129,4 @@ fn takeover_refuses_its_arguments_before_it_runs() {
         std::fs::read_to_string(dir.join("frozen-0.jsonl")).unwrap(),
         "kept"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -66,21 +66,11 @@ impl PgLeaseService {
     ) -> Result<Option<Applied<Lease>>, CallError> {
         let ttl_ms = to_sql_i64(self.options.lease_ttl_ms, "lease TTL")?;
         let name = self.options.lease_name.as_str();
-        bounded(
-            &self.pool,
-            "acquire",
-            self.options.call_timeout_ms,
-            async |client| {
-                let rows = client
-                    .query(
-                        &prepared(client, ACQUIRE, "acquire").await?,
-                        &[&name, &owner_id, &ttl_ms],
-                    )
-                    .await
-                    .map_err(|e| db_error("acquire", e))?;
-                granted(rows, "acquire")
-            },
-        )
+        bounded(&self.pool, &self.options, "acquire", async |client| {
+            let params: Params<'_, 3> = [&name, &owner_id, &ttl_ms];
+            let rows = query_prepared(client, ACQUIRE, "acquire", &params).await?;
+            granted(rows, "acquire")
+        })
         .await
     }
 
@@ -89,25 +79,17 @@ impl PgLeaseService {
         let ttl_ms = to_sql_i64(self.options.lease_ttl_ms, "lease TTL")?;
         let token = to_sql_i64(lease.fencing_token, "token")?;
         let name = self.options.lease_name.as_str();
-        bounded(
-            &self.pool,
-            "renew",
-            self.options.call_timeout_ms,
-            async |client| {
-                let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] = [
-                    &name,
-                    &lease.owner_id,
-                    &token,
-                    &lease.expires_at_ms,
-                    &ttl_ms,
-                ];
-                let rows = client
-                    .query(&prepared(client, RENEW, "renew").await?, &params)
-                    .await
-                    .map_err(|e| db_error("renew", e))?;
-                granted(rows, "renew")
-            },
-        )
+        bounded(&self.pool, &self.options, "renew", async |client| {
+            let params: Params<'_, 5> = [
+                &name,
+                &lease.owner_id,
+                &token,
+                &lease.expires_at_ms,
+                &ttl_ms,
+            ];
+            let rows = query_prepared(client, RENEW, "renew", &params).await?;
+            granted(rows, "renew")
+        })
         .await
     }
 
@@ -116,21 +98,11 @@ impl PgLeaseService {
     pub async fn release_applied(&self, lease: &Lease) -> Result<Option<i64>, CallError> {
         let token = to_sql_i64(lease.fencing_token, "token")?;
         let name = self.options.lease_name.as_str();
-        bounded(
-            &self.pool,
-            "release",
-            self.options.call_timeout_ms,
-            async |client| {
-                let rows = client
-                    .query(
-                        &prepared(client, RELEASE, "release").await?,
-                        &[&name, &lease.owner_id, &token, &lease.expires_at_ms],
-                    )
-                    .await
-                    .map_err(|e| db_error("release", e))?;
-                Ok(rows.first().map(|row| row.get::<_, i64>(0)))
-            },
-        )
+        bounded(&self.pool, &self.options, "release", async |client| {
+            let params: Params<'_, 4> = [&name, &lease.owner_id, &token, &lease.expires_at_ms];
+            let rows = query_prepared(client, RELEASE, "release", &params).await?;
+            Ok(rows.first().map(|row| row.get::<_, i64>(0)))
+        })
         .await
     }
 
@@ -138,35 +110,38 @@ impl PgLeaseService {
     /// before the first grant. For operators and tests; takes no lock.
     pub async fn inspect(&self) -> Result<Option<(Option<String>, u64, i64)>, CallError> {
         let name = self.options.lease_name.as_str();
-        bounded(
-            &self.pool,
-            "inspect",
-            self.options.call_timeout_ms,
-            async |client| {
-                let row = client
-                    .query_opt(
-                        "SELECT owner, token, expires_at_ms FROM retention_lease WHERE name = $1",
-                        &[&name],
-                    )
-                    .await
-                    .map_err(|e| db_error("inspect", e))?;
-                row.map(|row| Ok((row.get(0), from_sql_u64(row.get(1), "token")?, row.get(2))))
-                    .transpose()
-            },
-        )
+        bounded(&self.pool, &self.options, "inspect", async |client| {
+            let row = client
+                .query_opt(
+                    "SELECT owner, token, expires_at_ms FROM retention_lease WHERE name = $1",
+                    &[&name],
+                )
+                .await
+                .map_err(|e| db_error("inspect", e))?;
+            row.map(|row| Ok((row.get(0), from_sql_u64(row.get(1), "token")?, row.get(2))))
+                .transpose()
+        })
         .await
     }
 }
 
-/// Statements are prepared once per connection: a lease call is then one
-/// round trip.
-async fn prepared(
+/// A statement's parameters.
+type Params<'a, const N: usize> = [&'a (dyn tokio_postgres::types::ToSql + Sync); N];
+
+/// Runs `sql` with `params`, prepared once per connection: a lease call is
+/// then one round trip.
+async fn query_prepared(
     client: &Object,
     sql: &str,
     op: &str,
-) -> Result<tokio_postgres::Statement, CallError> {
-    client
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> Result<Vec<tokio_postgres::Row>, CallError> {
+    let statement = client
         .prepare_cached(sql)
+        .await
+        .map_err(|e| db_error(op, e))?;
+    client
+        .query(&statement, params)
         .await
         .map_err(|e| db_error(op, e))
 }

@@ -163,11 +163,12 @@ pub async fn check_server(pool: &Pool, options: &PgOptions) -> Result<(), SetupE
 /// roll back a transaction left open on it, once its statement ends.
 async fn bounded<T>(
     pool: &Pool,
+    options: &PgOptions,
     op: &str,
-    timeout_ms: u64,
     call: impl AsyncFnOnce(&mut Object) -> Result<T, CallError>,
 ) -> Result<T, CallError> {
     let mut used = None;
+    let timeout_ms = options.call_timeout_ms;
     let attempt = tokio::time::timeout(Duration::from_millis(timeout_ms), async {
         let connection = used.insert(client(pool, op).await?);
         call(connection).await

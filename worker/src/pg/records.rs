@@ -106,62 +106,57 @@ impl PgRecords {
         let limit = i64::from(limit);
         let retention_ms = to_sql_i64(self.options.retention_ms, "retention")?;
         let name = self.options.lease_name.as_str();
-        bounded(
-            &self.pool,
-            "delete",
-            self.options.call_timeout_ms,
-            async |client| {
-                let tx = client
-                    .transaction()
+        bounded(&self.pool, &self.options, "delete", async |client| {
+            let tx = client
+                .transaction()
+                .await
+                .map_err(|e| db_error("delete: begin", e))?;
+            let statement = tx
+                .prepare_cached(FENCE)
+                .await
+                .map_err(|e| db_error("delete: prepare", e))?;
+            let fence = tx
+                .query_opt(&statement, &[&name, &token])
+                .await
+                .map_err(|e| db_error("delete: fence", e))?;
+            let Some(fence) = fence else {
+                let state = tx
+                    .query_opt(FENCE_STATE, &[&name])
                     .await
-                    .map_err(|e| db_error("delete: begin", e))?;
-                let statement = tx
-                    .prepare_cached(FENCE)
-                    .await
-                    .map_err(|e| db_error("delete: prepare", e))?;
-                let fence = tx
-                    .query_opt(&statement, &[&name, &token])
-                    .await
-                    .map_err(|e| db_error("delete: fence", e))?;
-                let Some(fence) = fence else {
-                    let state = tx
-                        .query_opt(FENCE_STATE, &[&name])
-                        .await
-                        .map_err(|e| db_error("delete: fence state", e))?;
-                    // Dropping `tx` rolls back; nothing was deleted.
-                    let why = rejection(state, fencing_token)?;
-                    return Err(CallError::fenced(format!("token {fencing_token}: {why}")));
-                };
-                let at_us: i64 = fence.get(0);
-                let statement = tx
-                    .prepare_cached(DELETE_OLDEST)
-                    .await
-                    .map_err(|e| db_error("delete: prepare", e))?;
-                let deleted = tx
-                    .query(&statement, &[&older_than_ms, &limit, &retention_ms])
-                    .await
-                    .map_err(|e| db_error("delete", e))?;
-                tx.commit()
-                    .await
-                    .map_err(|e| db_error("delete: commit", e))?;
-                let mut rows = deleted
-                    .iter()
-                    .map(|row| {
-                        Ok(DeletedRow {
-                            id: from_sql_u64(row.get(0), "row id")?,
-                            created_at_ms: row.get(1),
-                        })
+                    .map_err(|e| db_error("delete: fence state", e))?;
+                // Dropping `tx` rolls back; nothing was deleted.
+                let why = rejection(state, fencing_token)?;
+                return Err(CallError::fenced(format!("token {fencing_token}: {why}")));
+            };
+            let at_us: i64 = fence.get(0);
+            let statement = tx
+                .prepare_cached(DELETE_OLDEST)
+                .await
+                .map_err(|e| db_error("delete: prepare", e))?;
+            let deleted = tx
+                .query(&statement, &[&older_than_ms, &limit, &retention_ms])
+                .await
+                .map_err(|e| db_error("delete", e))?;
+            tx.commit()
+                .await
+                .map_err(|e| db_error("delete: commit", e))?;
+            let mut rows = deleted
+                .iter()
+                .map(|row| {
+                    Ok(DeletedRow {
+                        id: from_sql_u64(row.get(0), "row id")?,
+                        created_at_ms: row.get(1),
                     })
-                    .collect::<Result<Vec<_>, CallError>>()?;
-                rows.sort_unstable();
-                let deleted_at_us = deleted.iter().map(|row| row.get::<_, i64>(2)).max();
-                let value = FencedDelete {
-                    rows,
-                    deleted_at_us: deleted_at_us.unwrap_or(at_us),
-                };
-                Ok(Applied { value, at_us })
-            },
-        )
+                })
+                .collect::<Result<Vec<_>, CallError>>()?;
+            rows.sort_unstable();
+            let deleted_at_us = deleted.iter().map(|row| row.get::<_, i64>(2)).max();
+            let value = FencedDelete {
+                rows,
+                deleted_at_us: deleted_at_us.unwrap_or(at_us),
+            };
+            Ok(Applied { value, at_us })
+        })
         .await
     }
 }
@@ -189,15 +184,8 @@ fn rejection(
 }
 
 impl RecordsRepository for PgRecords {
-    async fn delete_batch(
-        &self,
-        older_than_ms: i64,
-        limit: u32,
-        fencing_token: u64,
-    ) -> Result<u64, CallError> {
-        let applied = self
-            .delete_applied(older_than_ms, limit, fencing_token)
-            .await?;
+    async fn delete_batch(&self, cutoff_ms: i64, limit: u32, token: u64) -> Result<u64, CallError> {
+        let applied = self.delete_applied(cutoff_ms, limit, token).await?;
         Ok(applied.value.rows.len() as u64)
     }
 }

@@ -52,6 +52,41 @@ pub fn private_dir(prefix: &str) -> tempfile::TempDir {
         .expect("create a temporary folder")
 }
 
+/// A test's own [`private_dir`], removed when dropped unless the thread is
+/// panicking: a failing test leaves its files to read, a passing one
+/// leaves nothing.
+pub struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    /// A new private folder named `PREFIX` and random characters.
+    pub fn new(prefix: &str) -> Self {
+        Self(private_dir(prefix).keep())
+    }
+}
+
+impl std::ops::Deref for ScratchDir {
+    type Target = std::path::Path;
+
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for ScratchDir {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            // A folder that cannot be removed is litter, not a failure.
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
 /// A running server; dropping it stops the server and removes its files.
 pub struct TempServer {
     dir: PathBuf,

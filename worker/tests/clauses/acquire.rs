@@ -70,8 +70,7 @@ async fn an_ambiguous_acquire_is_not_treated_as_ownership() {
 
 #[tokio::test(start_paused = true)]
 async fn deletion_begins_only_after_the_acquire_reply() {
-    let world = World::new(300, 0);
-    world.latency(Op::Acquire, 40);
+    let world = World::new(300, 0).with_latency(Op::Acquire, 40);
     let report = world.term("r1", config()).await;
 
     assert_eq!(report.end, TermEnd::Completed);

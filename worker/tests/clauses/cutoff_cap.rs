@@ -8,8 +8,7 @@ use crate::history::{delete_limits, deletes};
 
 #[tokio::test(start_paused = true)]
 async fn one_cutoff_serves_every_batch_of_a_long_term() {
-    let world = World::new(3_000, 0);
-    world.latency(Op::Delete, 900);
+    let world = World::new(3_000, 0).with_latency(Op::Delete, 900);
     let report = world.term("r1", config()).await;
 
     let sent: Vec<i64> = deletes(&world.log(), "r1")

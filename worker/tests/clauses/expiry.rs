@@ -8,8 +8,7 @@ use crate::history::{calls, deletes};
 
 #[tokio::test(start_paused = true)]
 async fn deletes_pause_near_expiry_until_a_late_renewal_lands() {
-    let world = World::new(3_000, 0);
-    world.latency(Op::Delete, 350);
+    let world = World::new(3_000, 0).with_latency(Op::Delete, 350);
     world.script("r1", Op::Renew, 1, delay(1_900, 0));
     let mut config = config();
     config.batch_size = 100;
@@ -37,8 +36,7 @@ async fn deletes_pause_near_expiry_until_a_late_renewal_lands() {
 async fn a_lease_expired_on_the_worker_clock_is_lost_without_renewing() {
     // The replica's clock runs 2.3 s ahead: the lease granted until 3000 ms
     // looks expired to it by the first renewal at 1000 ms.
-    let world = World::new(3_000, 0);
-    world.latency(Op::Delete, 300);
+    let world = World::new(3_000, 0).with_latency(Op::Delete, 300);
     let worker = world.skewed_worker("r1", config(), 2_300);
 
     let report = worker.run().await.unwrap();

@@ -9,8 +9,7 @@ use crate::history::{assert_deletes_use_latest_token, calls, deletes, lease_arg}
 
 #[tokio::test(start_paused = true)]
 async fn every_delete_carries_the_newest_token() {
-    let world = World::new(3_000, 0);
-    world.latency(Op::Delete, 350);
+    let world = World::new(3_000, 0).with_latency(Op::Delete, 350);
     world.latency(Op::Renew, 120);
     let report = world.term("r1", config()).await;
 
@@ -62,8 +61,7 @@ async fn a_delete_that_raced_its_own_renewal_is_retried_with_the_new_token() {
     // The service rotates the token at 1000 ms but its reply takes 500 ms:
     // the delete issued at 1200 ms carries the old token and is refused whole
     // (FEN-2). Once the renewal lands, the worker goes on with the new token.
-    let world = World::new(3_000, 0);
-    world.latency(Op::Delete, 300);
+    let world = World::new(3_000, 0).with_latency(Op::Delete, 300);
     world.script("r1", Op::Renew, 1, delay(0, 500));
     let report = world.term("r1", config()).await;
 
@@ -88,8 +86,7 @@ async fn a_delete_that_raced_its_own_renewal_is_retried_with_the_new_token() {
 async fn a_delete_fenced_by_a_successor_ends_the_term_without_freeing_it() {
     // At 1100 ms, while r1's renewal reply is still in flight, an intruder
     // takes the lease. r1's retry with its renewed token is refused too.
-    let world = World::new(3_000, 0);
-    world.latency(Op::Delete, 300);
+    let world = World::new(3_000, 0).with_latency(Op::Delete, 300);
     world.script("r1", Op::Renew, 1, delay(0, 500));
     let worker = world.worker("r1", config());
     let intrude = async {

@@ -184,6 +184,12 @@ impl World {
         self.latency_ms.lock().unwrap().insert(op, ms);
     }
 
+    /// This world, with every `op` call taking `ms` (see [`World::latency`]).
+    pub fn with_latency(self: Arc<Self>, op: Op, ms: u64) -> Arc<Self> {
+        self.latency(op, ms);
+        self
+    }
+
     /// The `nth` call (from 1) of `op` by `owner` behaves as `fault`.
     pub fn script(&self, owner: &str, op: Op, nth: u32, fault: Fault) {
         let key = (owner.to_owned(), op, nth);
@@ -310,6 +316,21 @@ impl Port {
     }
 }
 
+impl Port {
+    /// A call that answers with a lease or none (acquire, renew), sent with
+    /// `lease` (renew's) and applied by `apply`.
+    async fn lease_call(
+        &self,
+        op: Op,
+        lease: Option<Lease>,
+        apply: impl Future<Output = Result<Option<Lease>, CallError>>,
+    ) -> Result<Option<Lease>, CallError> {
+        let call = What::Call(lease, None);
+        self.call(op, call, apply, || Ok(None), |l| What::Lease(l.clone()))
+            .await
+    }
+}
+
 async fn pause(ms: u64) {
     if ms > 0 {
         tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -318,31 +339,13 @@ async fn pause(ms: u64) {
 
 impl LeaseService for Port {
     async fn acquire(&self, owner_id: &str) -> Result<Option<Lease>, CallError> {
-        let backend = &self.world.backend;
-        let call = What::Call(None, None);
-        let apply = backend.acquire(owner_id);
-        self.call(
-            Op::Acquire,
-            call,
-            apply,
-            || Ok(None),
-            |l| What::Lease(l.clone()),
-        )
-        .await
+        let apply = self.world.backend.acquire(owner_id);
+        self.lease_call(Op::Acquire, None, apply).await
     }
 
     async fn renew(&self, lease: &Lease) -> Result<Option<Lease>, CallError> {
-        let backend = &self.world.backend;
-        let call = What::Call(Some(lease.clone()), None);
-        let apply = backend.renew(lease);
-        self.call(
-            Op::Renew,
-            call,
-            apply,
-            || Ok(None),
-            |l| What::Lease(l.clone()),
-        )
-        .await
+        let apply = self.world.backend.renew(lease);
+        self.lease_call(Op::Renew, Some(lease.clone()), apply).await
     }
 
     async fn release(&self, lease: &Lease) -> Result<(), CallError> {
@@ -355,20 +358,15 @@ impl LeaseService for Port {
 }
 
 impl RecordsRepository for Port {
-    async fn delete_batch(
-        &self,
-        older_than_ms: i64,
-        limit: u32,
-        fencing_token: u64,
-    ) -> Result<u64, CallError> {
+    async fn delete_batch(&self, cutoff_ms: i64, limit: u32, token: u64) -> Result<u64, CallError> {
         let backend = &self.world.backend;
         let args = DeleteArgs {
-            older_than_ms,
+            older_than_ms: cutoff_ms,
             limit,
-            token: fencing_token,
+            token,
         };
         let call = What::Call(None, Some(args));
-        let apply = backend.delete_batch(older_than_ms, limit, fencing_token);
+        let apply = backend.delete_batch(cutoff_ms, limit, token);
         self.call(Op::Delete, call, apply, || Ok(0), |n| What::Deleted(*n))
             .await
     }

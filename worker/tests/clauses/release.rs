@@ -9,8 +9,7 @@ use crate::history::{calls, granted, lease_arg};
 
 #[tokio::test(start_paused = true)]
 async fn release_uses_the_latest_renewed_lease() {
-    let world = World::new(3_000, 0);
-    world.latency(Op::Delete, 700);
+    let world = World::new(3_000, 0).with_latency(Op::Delete, 700);
     let report = world.term("r1", config()).await;
 
     assert_eq!(report.end, TermEnd::Capped);

@@ -70,8 +70,7 @@ async fn each_renewal_sends_the_latest_lease_and_replaces_it() {
 
 #[tokio::test(start_paused = true)]
 async fn a_null_renewal_stops_deletes_and_renewals_and_owes_no_release() {
-    let world = World::new(2_000, 0);
-    world.latency(Op::Delete, 400);
+    let world = World::new(2_000, 0).with_latency(Op::Delete, 400);
     world.script("r1", Op::Renew, 1, fail(Outcome::Null));
     let report = world.term("r1", config()).await;
 
@@ -98,8 +97,7 @@ async fn a_null_renewal_stops_deletes_and_renewals_and_owes_no_release() {
 
 #[tokio::test(start_paused = true)]
 async fn a_failed_renewal_is_a_loss_that_still_releases() {
-    let world = World::new(2_000, 0);
-    world.latency(Op::Delete, 400);
+    let world = World::new(2_000, 0).with_latency(Op::Delete, 400);
     world.script("r1", Op::Renew, 1, fail(Outcome::Reject));
     let report = world.term("r1", config()).await;
 
@@ -155,8 +153,7 @@ async fn a_renewal_unanswered_at_expiry_is_a_loss_but_is_still_awaited() {
 
 #[tokio::test(start_paused = true)]
 async fn an_ambiguous_renewal_rotates_the_token_unseen_and_stops_work() {
-    let world = World::new(2_000, 0);
-    world.latency(Op::Delete, 400);
+    let world = World::new(2_000, 0).with_latency(Op::Delete, 400);
     world.script("r1", Op::Renew, 1, fail(Outcome::LoseReply));
     let worker = world.worker("r1", config());
 

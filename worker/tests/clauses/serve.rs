@@ -32,8 +32,7 @@ async fn three_replicas(world: &std::sync::Arc<World>, stop_at_ms: u64) -> Vec<S
 
 #[tokio::test(start_paused = true)]
 async fn replicas_share_a_backlog_and_drain_it_over_several_terms() {
-    let world = World::new(5_000, 400);
-    world.latency(Op::Delete, 250);
+    let world = World::new(5_000, 400).with_latency(Op::Delete, 250);
 
     let summaries = three_replicas(&world, 120_000).await;
 
@@ -55,8 +54,7 @@ async fn replicas_share_a_backlog_and_drain_it_over_several_terms() {
 #[tokio::test(start_paused = true)]
 async fn the_same_seeds_give_the_same_history() {
     let run = || async {
-        let world = World::new(3_000, 100);
-        world.latency(Op::Delete, 170);
+        let world = World::new(3_000, 100).with_latency(Op::Delete, 170);
         world.latency(Op::Renew, 30);
         world.script("r2", Op::Renew, 2, fail(Outcome::Null));
         three_replicas(&world, 90_000).await;
@@ -70,8 +68,7 @@ async fn the_same_seeds_give_the_same_history() {
 
 #[tokio::test(start_paused = true)]
 async fn a_lost_term_backs_off_before_contending_again() {
-    let world = World::new(5_000, 0);
-    world.latency(Op::Delete, 400);
+    let world = World::new(5_000, 0).with_latency(Op::Delete, 400);
     world.script("r1", Op::Renew, 1, fail(Outcome::Null));
     let worker = world.worker("r1", config());
     let mut ends: Vec<TermEnd> = Vec::new();

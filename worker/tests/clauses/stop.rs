@@ -33,8 +33,7 @@ async fn stop_before_run_makes_run_return_at_once_without_calls() {
 
 #[tokio::test(start_paused = true)]
 async fn stop_during_a_delete_awaits_it_then_releases() {
-    let world = World::new(3_000, 0);
-    world.latency(Op::Delete, 400);
+    let world = World::new(3_000, 0).with_latency(Op::Delete, 400);
     let worker = world.worker("r1", config());
 
     let (report, stopped_at) = join(worker.run(), stop_at(&world, &worker, 1_300)).await;
@@ -57,8 +56,7 @@ async fn stop_during_a_delete_awaits_it_then_releases() {
 
 #[tokio::test(start_paused = true)]
 async fn stop_during_a_renewal_awaits_it_and_releases_the_renewed_lease() {
-    let world = World::new(3_000, 0);
-    world.latency(Op::Delete, 300);
+    let world = World::new(3_000, 0).with_latency(Op::Delete, 300);
     world.script("r1", Op::Renew, 1, delay(0, 600));
     let worker = world.worker("r1", config());
 
@@ -106,8 +104,7 @@ async fn stop_racing_acquire_releases_the_lease_it_grants() {
 
 #[tokio::test(start_paused = true)]
 async fn every_concurrent_stop_resolves_only_after_run_settles() {
-    let world = World::new(3_000, 0);
-    world.latency(Op::Delete, 400);
+    let world = World::new(3_000, 0).with_latency(Op::Delete, 400);
     world.latency(Op::Release, 50);
     let worker = world.worker("r1", config());
     let settled = Arc::new(AtomicBool::new(false));
@@ -150,8 +147,7 @@ async fn every_concurrent_stop_resolves_only_after_run_settles() {
 
 #[tokio::test(start_paused = true)]
 async fn a_second_concurrent_run_is_refused() {
-    let world = World::new(3_000, 0);
-    world.latency(Op::Delete, 100);
+    let world = World::new(3_000, 0).with_latency(Op::Delete, 100);
     let worker = world.worker("r1", config());
 
     let (first, second) = join(worker.run(), worker.run()).await;

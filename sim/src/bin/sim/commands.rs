@@ -201,9 +201,7 @@ pub fn run_scenarios(
             continue;
         }
         scenario.run.flaw = flaw.or(scenario.run.flaw);
-        let history = Sim::new(&scenario.run)
-            .run()
-            .map_err(|error| error.to_string())?;
+        let history = Sim::new(&scenario.run).run().map_err(|e| e.to_string())?;
         let verdict = check(&history);
         if let Some(path) = svg {
             let target = if path.is_dir() {

@@ -143,9 +143,7 @@ fn failure_section(
     summary: &ExploreSummary,
     shrunk: &Shrunk,
 ) -> Result<String, String> {
-    let history = Sim::new(&shrunk.spec)
-        .run()
-        .map_err(|error| error.to_string())?;
+    let history = Sim::new(&shrunk.spec).run().map_err(|e| e.to_string())?;
     let verdict = check(&history);
     let svg = picture(&history, &verdict)
         .map_err(|problem| format!("--report: the first failure, shrunk: {problem}"))?;

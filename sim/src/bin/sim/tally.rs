@@ -128,11 +128,7 @@ fn print_failures(summary: &Summary) -> Result<(), String> {
         .iter()
         .filter_map(|f| f.signature())
         .collect();
-    let shrunk = summary
-        .failures
-        .iter()
-        .filter(|f| f.shrunk.is_some())
-        .count();
+    let shrunk = summary.shrunk_failures();
     say!(
         "\n{} failures; {shrunk} shrunk, to {} distinct plans (lowest seeds first):",
         summary.failures.len(),

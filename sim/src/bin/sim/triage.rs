@@ -155,11 +155,7 @@ pub fn save_failures(summary: &Summary, plan: SavePlan<'_>) -> Result<(), String
             )
         })?;
     }
-    let not_shrunk = summary
-        .failures
-        .iter()
-        .filter(|f| f.shrunk.is_none())
-        .count();
+    let not_shrunk = summary.failures.len() - summary.shrunk_failures();
     tell!(
         "saved {} distinct failures in {}{}",
         plan.chosen.len(),
