@@ -45,15 +45,15 @@ pub trait LeaseService: Send + Sync {
 
 /// The table the worker cleans up.
 pub trait RecordsRepository: Send + Sync {
-    /// Deletes up to `limit` rows older than `older_than_ms`, oldest first,
-    /// and returns how many it deleted. It must refuse (FEN-2) unless
-    /// `fencing_token` belongs to the current holder's unexpired lease,
+    /// Deletes up to `limit` rows older than `cutoff_ms`, oldest first, and
+    /// returns how many it deleted. It must refuse (FEN-2) unless the
+    /// fencing `token` belongs to the current holder's unexpired lease,
     /// checked atomically with the delete.
     fn delete_batch(
         &self,
-        older_than_ms: i64,
+        cutoff_ms: i64,
         limit: u32,
-        fencing_token: u64,
+        token: u64,
     ) -> impl Future<Output = Result<u64, CallError>> + Send;
 }
 
@@ -124,10 +124,10 @@ impl<T: LeaseService> LeaseService for Arc<T> {
 impl<T: RecordsRepository> RecordsRepository for Arc<T> {
     fn delete_batch(
         &self,
-        older_than_ms: i64,
+        cutoff_ms: i64,
         limit: u32,
-        fencing_token: u64,
+        token: u64,
     ) -> impl Future<Output = Result<u64, CallError>> + Send {
-        (**self).delete_batch(older_than_ms, limit, fencing_token)
+        (**self).delete_batch(cutoff_ms, limit, token)
     }
 }

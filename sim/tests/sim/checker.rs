@@ -16,15 +16,17 @@ fn lease(owner: &str, token: u64, expires_at_ms: i64) -> LeaseRec {
     }
 }
 
-/// Builds a history event by event; calls are numbered in order.
+/// A replica's call `call` sent with `invocation`.
 fn invoked(call: u64, invocation: Invocation) -> EventKind {
     EventKind::Invoke { call, invocation }
 }
 
+/// The answer to `call` (an `op`) reaching its replica: `outcome`.
 fn returned(call: u64, op: OpKind, outcome: Outcome) -> EventKind {
     EventKind::Return { call, op, outcome }
 }
 
+/// Builds a history event by event; calls are numbered in order.
 struct Script {
     events: Vec<Event>,
     now_ms: i64,
