@@ -272,6 +272,40 @@ impl FaultEvent {
         })
     }
 
+    /// The fault `permille` thousandths its size, for the guided search's
+    /// widen and narrow moves: a window's length, a crash's time down, a
+    /// step's size, a rate's distance from true time, the rows held; each
+    /// at least 1. `None` for the kinds without a size (stops, call faults).
+    pub(crate) fn scaled(&self, permille: u64) -> Option<FaultEvent> {
+        let scale = |value: u64| (value.saturating_mul(permille) / 1_000).max(1);
+        let scale_signed = |value: i64| {
+            let size = i64::try_from(scale(value.unsigned_abs())).unwrap_or(i64::MAX);
+            if value < 0 { -size } else { size }
+        };
+        let mut event = self.clone();
+        match &mut event {
+            Self::Pause { for_ms, .. }
+            | Self::Partition { for_ms, .. }
+            | Self::StallStandby { for_ms, .. } => *for_ms = scale(*for_ms),
+            Self::HoldRows { for_ms, rows, .. } => {
+                *for_ms = scale(*for_ms);
+                *rows = u32::try_from(scale(u64::from(*rows))).unwrap_or(u32::MAX);
+            }
+            Self::Crash {
+                restart_after_ms, ..
+            } => *restart_after_ms = scale(*restart_after_ms),
+            Self::ClockStep { delta_ms, .. } | Self::DbClockStep { delta_ms, .. } => {
+                *delta_ms = scale_signed(*delta_ms);
+            }
+            Self::ClockRate { rate_permille, .. } => {
+                let offset = i64::try_from(*rate_permille).unwrap_or(i64::MAX) - 1_000;
+                *rate_permille = u64::try_from(1_000 + scale_signed(offset)).unwrap_or(1);
+            }
+            Self::Stop { .. } | Self::CallFault { .. } | Self::StopDuring { .. } => return None,
+        }
+        Some(event)
+    }
+
     /// The name of its kind, as a plan file spells it (`kind = "..."`).
     pub fn kind_name(&self) -> &'static str {
         match self {

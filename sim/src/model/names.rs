@@ -235,6 +235,34 @@ named! {
         /// The term's report counts the rows each batch asked for, not the
         /// rows it deleted.
         ReportCountsRequestedRows => "report-counts-requested-rows",
+        /// Canary: once the worker has refused a corrupt reply (a lease
+        /// not its own, or not newer), a delete refused for its token
+        /// while a renewal was in flight, when that renewal does not move
+        /// the token, is sent again with the refused token.
+        CanaryResendAfterACorruptReply => "canary-resend-after-a-corrupt-reply",
+        /// Canary: once the worker has refused a corrupt reply and had a
+        /// delete refused that its own renewal did not explain, a delete
+        /// refused because its own renewal moved the token restarts the
+        /// term's row count at zero.
+        CanaryRecountAfterACorruptReply => "canary-recount-after-a-corrupt-reply",
+        /// Canary: once the worker has had a delete refused that its own
+        /// renewal did not explain, a corrupt renewal reply arriving while
+        /// a delete is in flight is kept as the term's lease.
+        CanaryCorruptReplyKeptAfterAFence => "canary-corrupt-reply-kept-after-a-fence",
+        /// Canary: once the worker has refused a corrupt reply, a term
+        /// whose clock jumped forward by more than the TTL between two
+        /// batches, a renewal landing between them, takes its cutoff again.
+        CanaryRecutAfterAJumpAndACorruptReply => "canary-recut-after-a-jump-and-a-corrupt-reply",
+        /// Canary: once the worker has lost a term to a null renewal, a
+        /// renewal granted after its lease expired by the worker's clock,
+        /// in a term whose clock jumped, is followed at once by a second
+        /// renewal that is not awaited.
+        CanaryOverlapAfterANullRenewalAndAJump => "canary-overlap-after-a-null-renewal-and-a-jump",
+        /// Canary: a term whose clock jumped and which had a delete refused
+        /// because its own renewal moved the token, in which `stop()` was
+        /// called during a delete and which then lost its lease to a null
+        /// renewal, forgets the stop: the next term acquires.
+        CanaryStopForgottenAfterAJump => "canary-stop-forgotten-after-a-jump",
     }
 }
 
@@ -266,7 +294,34 @@ impl Flaw {
             Self::RenewalOutlivesStop => &["STP-2", "LIVE-1", "LIVE-2"],
             Self::ReleaseStaleTermLease => &["REL-1"],
             Self::ReportCountsRequestedRows => &["RPT-1"],
+            // A resent token can follow a loss, and a second renewal can
+            // outlive its term: the canaries break what those break too.
+            Self::CanaryResendAfterACorruptReply => &["FEN-1", "REN-3", "STP-1"],
+            Self::CanaryRecountAfterACorruptReply => &["CAP-1"],
+            Self::CanaryCorruptReplyKeptAfterAFence => &["FEN-1", "REN-2", "REL-1"],
+            Self::CanaryRecutAfterAJumpAndACorruptReply => &["CUT-1"],
+            Self::CanaryOverlapAfterANullRenewalAndAJump => &["REN-1", "REN-3", "STP-2", "ACQ-1"],
+            Self::CanaryStopForgottenAfterAJump => &["STP-1", "STP-2", "STP-6"],
         }
+    }
+
+    /// Whether this is a rare-bug canary: a mistake that shows only when
+    /// two or three unlikely conditions meet in one term, kept to measure
+    /// how fast a search finds such a bug (`sim bench --canaries`), not
+    /// part of the catalogue every plain search must find.
+    pub fn is_canary(self) -> bool {
+        self.name().starts_with("canary-")
+    }
+
+    /// The review's findings and the project's catalogue: every flaw but
+    /// the canaries.
+    pub fn catalogue() -> impl Iterator<Item = Flaw> {
+        Self::ALL.iter().copied().filter(|flaw| !flaw.is_canary())
+    }
+
+    /// The rare-bug canaries.
+    pub fn canaries() -> impl Iterator<Item = Flaw> {
+        Self::ALL.iter().copied().filter(|flaw| flaw.is_canary())
     }
 
     /// Whether the flaw stands for a design without the adapter's bound on

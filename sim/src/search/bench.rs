@@ -109,9 +109,7 @@ pub fn bench(config: &BenchConfig, progress: impl Fn(&str)) -> BenchReport {
     progress("speed");
     let (checked, bare, sim_secs, failed) = speed(config);
     progress("seeds to detection");
-    let flaws = Flaw::ALL
-        .iter()
-        .copied()
+    let flaws = Flaw::catalogue()
         .map(|flaw| (flaw.name(), detection(config, flaw)))
         .collect();
     progress("memory");

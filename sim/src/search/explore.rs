@@ -32,6 +32,9 @@ pub struct ExploreConfig {
     /// Run only this shard's seeds, so that machines split one sweep;
     /// [`Shard::ALL`] is every seed.
     pub shard: Shard,
+    /// A guided campaign ([`crate::search::guided_until`]): the seeds
+    /// number its runs, and each run's plan is the campaign's choice.
+    pub guided: bool,
 }
 
 /// A sweep's results. Violations count runs' violations by clause.
@@ -54,6 +57,8 @@ pub struct ExploreSummary {
     /// How often each coverage probe was reached, over all runs (every
     /// probe of [`crate::checker::PROBES`] is a key).
     pub coverage: BTreeMap<&'static str, u64>,
+    /// How many runs reached each probe at least once (the probes reached).
+    pub probe_runs: BTreeMap<&'static str, u64>,
     /// Every failing seed, lowest first.
     pub failures: Vec<FailedSeed>,
     /// Seeds of the range visited (in this shard or not), from its start:
@@ -64,6 +69,10 @@ pub struct ExploreSummary {
     /// The threads the sweep ran on: `jobs`, or fewer when the system
     /// would not start more.
     pub jobs_run: usize,
+    /// The failing runs' plans by their number, where the number alone
+    /// does not give the plan (a guided campaign's runs); empty otherwise,
+    /// the plan being [`spec_for`] the seed.
+    pub plans: BTreeMap<u64, RunSpec>,
 }
 
 /// One failing run of a sweep: its seed and the clauses it violated.
@@ -94,6 +103,14 @@ impl ExploreSummary {
     /// Simulated time over wall time.
     pub fn sim_to_wall_ratio(&self) -> f64 {
         self.simulated_secs / self.wall_secs.max(1e-9)
+    }
+
+    /// The plan of run `number` of the sweep `config` ran.
+    pub fn plan(&self, config: &ExploreConfig, number: u64) -> RunSpec {
+        self.plans
+            .get(&number)
+            .cloned()
+            .unwrap_or_else(|| spec_for(config, number))
     }
 }
 
@@ -155,25 +172,11 @@ pub fn explore_until(
             let verdict = check(&history);
             let end_ms = history.events.last().map_or(0, |e| e.at_ms);
             let reached = coverage(&history);
-            let at = record(&summary, &spec, &verdict, end_ms, reached);
+            let at = record(&summary, spec.seed, &spec, &verdict, end_ms, reached);
             progress(at);
         }
     };
-    let mut jobs_run = 0;
-    std::thread::scope(|scope| {
-        for _ in 0..config.jobs.max(1) {
-            // A system short of threads (or of address space for their
-            // stacks) runs the sweep on those it gave, said in the summary.
-            match std::thread::Builder::new().spawn_scoped(scope, work) {
-                Ok(_) => jobs_run += 1,
-                Err(_) => break,
-            }
-        }
-        if jobs_run == 0 {
-            work();
-            jobs_run = 1;
-        }
-    });
+    let jobs_run = on_threads(config.jobs, work);
     let mut summary = summary.into_inner().expect("no panic while summing");
     summary.wall_secs = started.elapsed().as_secs_f64();
     summary.jobs_run = jobs_run;
@@ -184,8 +187,36 @@ pub fn explore_until(
     summary
 }
 
-fn record(
+/// Runs `work` on `threads` threads, each until it returns, or on the
+/// caller's thread when `threads` is at most 1 (so that its CPU time is
+/// the caller's); returns the threads it ran on. A system short of threads
+/// (or of address space for their stacks) runs it on those it gave, at
+/// least the caller's.
+pub(super) fn on_threads(threads: usize, work: impl Fn() + Sync) -> usize {
+    if threads <= 1 {
+        work();
+        return 1;
+    }
+    let mut started = 0;
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            match std::thread::Builder::new().spawn_scoped(scope, &work) {
+                Ok(_) => started += 1,
+                Err(_) => break,
+            }
+        }
+        if started == 0 {
+            work();
+            started = 1;
+        }
+    });
+    started
+}
+
+/// Adds run `number`'s verdict to `summary`.
+pub(super) fn record(
     summary: &Mutex<ExploreSummary>,
+    number: u64,
     spec: &RunSpec,
     verdict: &Verdict,
     end_ms: i64,
@@ -195,6 +226,9 @@ fn record(
     summary.runs += 1;
     for (probe, count) in reached {
         *summary.coverage.entry(probe).or_default() += count;
+        if count > 0 {
+            *summary.probe_runs.entry(probe).or_default() += 1;
+        }
     }
     summary.simulated_secs += end_ms as f64 / 1_000.0;
     if verdict.passed() {
@@ -212,13 +246,13 @@ fn record(
             .or_default() += 1;
     }
     summary.failures.push(FailedSeed {
-        seed: spec.seed,
+        seed: number,
         clauses: verdict.clauses(),
     });
     let earlier = summary
         .first_failure
         .as_ref()
-        .is_none_or(|(first, _)| spec.seed < first.seed);
+        .is_none_or(|(first, _)| number < first.seed);
     if earlier {
         summary.first_failure = Some((spec.clone(), replay_command(spec)));
     }

@@ -5,6 +5,7 @@
 mod bench;
 mod event_draws;
 mod explore;
+mod guided;
 pub mod properties;
 mod shard;
 mod shrink;
@@ -15,6 +16,10 @@ pub use bench::{BenchConfig, BenchReport, Detection, FlawFigures, bench, standar
 pub use explore::{
     ExploreConfig, ExploreSummary, FailedSeed, Progress, explore, explore_until, peak_rss_mb,
     spec_for,
+};
+pub use guided::{
+    GuidedBench, GuidedBenchConfig, GuidedReport, Reach, Streams, bench_guided, corpus_text,
+    guided_until, parse_corpus, thread_cpu_secs,
 };
 pub use shard::Shard;
 pub use shrink::{

@@ -8,7 +8,7 @@ use super::summary::{
 };
 use crate::model::RunSpec;
 use crate::report::replay_token;
-use crate::search::{ExploreConfig, ExploreSummary, Shrunk, peak_rss_mb, spec_for};
+use crate::search::{ExploreConfig, ExploreSummary, Shrunk, peak_rss_mb};
 
 impl Summary {
     /// The summary of the sweep `config` ran, `swept`, with the failures in
@@ -30,7 +30,7 @@ impl Summary {
             .map(|failure| Failure {
                 seed: failure.seed,
                 clauses: failure.clauses.iter().map(|c| (*c).to_owned()).collect(),
-                token: token(&spec_for(config, failure.seed)),
+                token: token(&swept.plan(config, failure.seed)),
                 shrunk: shrunk.get(&failure.seed).map(|s| ShrunkPlan {
                     clause: s.clause.to_owned(),
                     token: token(&s.spec),
@@ -49,6 +49,7 @@ impl Summary {
                 start: config.start,
                 seeds: config.seeds,
                 swarm: config.swarm,
+                guided: !swept.plans.is_empty() || config.guided,
                 replicas: config.replicas,
                 flaw: config.flaw.map(|flaw| flaw.name().to_owned()),
                 shrink_max,

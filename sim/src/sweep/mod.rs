@@ -2,10 +2,12 @@
 //! (`summary.rs`), built from what `explore` returned (`from_sweep.rs`),
 //! read back with every count and plan checked (`load.rs`,
 //! `plausible.rs`), merged across shards (`merge.rs`), triaged against a
-//! baseline (`triage.rs`), and the shard plan that splits one sweep
+//! baseline (`triage.rs`) with how many clean runs a fix needs
+//! (`findability.rs`), and the shard plan that splits one sweep
 //! between machines (`shard_plan.rs`). Uses `model`, `checker`, `report`
 //! and `search`; the command line prints, writes and signals.
 
+mod findability;
 mod from_sweep;
 mod load;
 mod merge;
@@ -15,6 +17,7 @@ mod summary;
 mod triage;
 
 pub use crate::search::Shard;
+pub use findability::{CONFIDENCE, Findability, clean_runs_needed, findability};
 pub use load::SUMMARY_LIMIT_BYTES;
 pub use merge::merge;
 pub use plausible::file_name_part;
@@ -22,4 +25,4 @@ pub use shard_plan::{DEFAULT_SHRINK_MAX, PlannedSweep, SHARDS_MAX};
 pub use summary::{
     Build, FORMAT, Failure, ShardPart, Shards, ShrunkPlan, Summary, Sweep, Token, VERSION,
 };
-pub use triage::{Triage, distinct, triage};
+pub use triage::{Credible, Triage, distinct, triage};

@@ -76,6 +76,9 @@ impl PlannedSweep {
         if sweep.swarm {
             flag("--swarm", None);
         }
+        if sweep.guided {
+            flag("--guided", None);
+        }
         if let Some(replicas) = sweep.replicas {
             flag("--replicas", Some(replicas.to_string()));
         }

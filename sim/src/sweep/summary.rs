@@ -93,6 +93,11 @@ pub struct Sweep {
     pub seeds: u64,
     /// Whether each seed drew its own faults and settings.
     pub swarm: bool,
+    /// Whether the runs were a guided campaign's (`explore --guided`):
+    /// then the seeds number the runs, the first is the campaign's seed,
+    /// and each failure's plan is its token alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub guided: bool,
     /// The replica count, when the sweep fixed it.
     pub replicas: Option<u32>,
     /// The flaw the variant ran with, by name; none for the real worker.

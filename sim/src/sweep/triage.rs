@@ -14,6 +14,11 @@ pub struct Triage {
     pub still_failing: Vec<Failure>,
     /// The baseline's distinct failures this sweep does not have.
     pub fixed: Vec<Failure>,
+    /// For each of `fixed`, in order: whether this sweep ran enough clean
+    /// runs for the fix to be credible at 95 %, given the rate the
+    /// baseline drew its clause at (`None` when the baseline gives no rate:
+    /// a guided campaign's).
+    pub fixed_credible: Vec<Option<Credible>>,
     /// Failures not shrunk (beyond `--shrink-max`): they have no plan to key.
     pub untriaged: u64,
     /// Clauses violated only by untriaged failures, and not in the baseline.
@@ -35,11 +40,25 @@ impl Triage {
             "new": self.new,
             "still_failing": self.still_failing,
             "fixed": self.fixed,
+            "fixed_credible": self.fixed_credible,
             "untriaged": self.untriaged,
             "new_untriaged_clauses": self.new_untriaged_clauses,
             "caveat": self.caveat,
         })
     }
+}
+
+/// Whether a fix is backed by enough clean runs.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Credible {
+    /// The rate the baseline drew the failure's clause at.
+    pub baseline_rate: f64,
+    /// Clean runs a fix needs at that rate.
+    pub clean_runs_needed: u64,
+    /// Runs this sweep made.
+    pub runs: u64,
+    /// `runs >= clean_runs_needed`.
+    pub enough: bool,
 }
 
 /// Each distinct shrunk failure once: its lowest seed, keyed by signature.
@@ -83,10 +102,25 @@ pub fn triage(current: &Summary, baseline: &Summary) -> Triage {
         .filter(|clause| !baseline.violations_by_clause.contains_key(*clause))
         .cloned()
         .collect();
+    let fixed = pick(&before, &|s| !now.contains_key(s));
+    let rates = super::findability::findability(baseline);
+    let fixed_credible = fixed
+        .iter()
+        .map(|failure| {
+            let figure = rates.as_ref()?.get(failure.clauses.first()?)?;
+            Some(Credible {
+                baseline_rate: figure.rate,
+                clean_runs_needed: figure.clean_runs_needed,
+                runs: current.runs,
+                enough: current.runs >= figure.clean_runs_needed,
+            })
+        })
+        .collect();
     Triage {
         new: pick(&now, &|s| !before.contains_key(s)),
         still_failing: pick(&now, &|s| before.contains_key(s)),
-        fixed: pick(&before, &|s| !now.contains_key(s)),
+        fixed,
+        fixed_credible,
         untriaged: untriaged.len() as u64,
         new_untriaged_clauses: untriaged_clauses.into_iter().collect(),
         caveat: caveat(current, baseline),

@@ -18,6 +18,7 @@ fn a_standard_sweep_reaches_every_probe() {
         replicas: None,
         flaw: None,
         shard: retention_sim::search::Shard::ALL,
+        guided: false,
     };
     let summary = explore(&config, |_| {});
     assert_eq!(summary.failed_runs, 0, "{:?}", summary.first_failure);

@@ -16,6 +16,7 @@ mod file_circles;
 mod flaws;
 mod forged;
 mod fuzz;
+mod guided;
 mod history_digest;
 mod hostile;
 mod model;

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use retention_sim::model::{Flaw, RunSpec};
 use retention_sim::search::{ExploreConfig, Shard, explore, shrink, spec_for};
-use retention_sim::sweep::{Summary, merge, triage};
+use retention_sim::sweep::{Summary, clean_runs_needed, findability, merge, triage};
 
 const SEEDS: u64 = 24;
 
@@ -23,6 +23,7 @@ fn shard_summary(shard: Shard) -> Summary {
         replicas: None,
         flaw: Some(Flaw::UncappedTerm),
         shard,
+        guided: false,
     };
     let swept = explore(&config, |_| {});
     let shrunk: BTreeMap<_, _> = swept
@@ -114,4 +115,37 @@ fn triage_keys_failures_by_shrunk_plan_not_by_seed() {
     let fixed = triage(&clean, &now);
     assert_eq!(fixed.fixed, same.still_failing);
     assert!(!fixed.any_new());
+    // The baseline drew CAP-1 in most of its 24 runs: a handful of clean
+    // runs is evidence enough, and the triage says so for each fix.
+    let rates = findability(&now).expect("a swarm sweep gives rates");
+    let cap = &rates["CAP-1"];
+    assert_eq!(cap.runs, SEEDS);
+    assert_eq!(cap.clean_runs_needed, clean_runs_needed(cap.rate));
+    assert_eq!(fixed.fixed_credible.len(), fixed.fixed.len());
+    for credible in &fixed.fixed_credible {
+        let credible = credible.expect("the baseline gives a rate");
+        assert_eq!(credible.runs, SEEDS);
+        assert_eq!(credible.enough, SEEDS >= credible.clean_runs_needed);
+    }
+    // Had this sweep run fewer runs than the rate asks, the fix would not
+    // yet be credible.
+    let mut short = clean.clone();
+    short.runs = 1;
+    let early = triage(&short, &now);
+    assert!(early.fixed_credible.iter().all(|c| !c.unwrap().enough));
+}
+
+#[test]
+fn the_clean_runs_a_fix_needs_follow_from_its_rate() {
+    // (1 - p)^n <= 0.05 at the smallest n.
+    assert_eq!(clean_runs_needed(0.01), 299);
+    assert_eq!(clean_runs_needed(0.5), 5);
+    assert_eq!(clean_runs_needed(1e-4), 29_956);
+    assert_eq!(clean_runs_needed(1.0), 1);
+    assert_eq!(clean_runs_needed(0.0), u64::MAX);
+    for p in [0.3, 0.01, 1e-3, 1e-5] {
+        let n = clean_runs_needed(p);
+        assert!((1.0 - p).powf(n as f64) <= 0.05 + 1e-12, "{p}");
+        assert!((1.0 - p).powf((n - 1) as f64) > 0.05, "{p}");
+    }
 }

@@ -200,6 +200,17 @@ pub struct ExploreArgs {
     /// Draw each run's faults from its seed.
     #[arg(long)]
     pub swarm: bool,
+    /// A guided campaign instead of a sweep: each run's plan is a swarm
+    /// plan or a mutation of one that reached something rare, and the
+    /// campaign learns from every run (README, "Guided exploration").
+    /// --seeds is the number of runs and --start the campaign's seed.
+    #[arg(long)]
+    pub guided: bool,
+    /// With --guided: start from the plans saved in DIR (every *.corpus
+    /// file, by name) and save the corpus there at the end, as
+    /// DIR/START-SHARD.corpus.
+    #[arg(long, value_name = "DIR", requires = "guided")]
+    pub corpus: Option<std::path::PathBuf>,
     /// Fix the replica count.
     #[arg(long)]
     pub replicas: Option<u32>,
@@ -312,6 +323,26 @@ pub struct BenchArgs {
     /// With `--real`: single attempts per file.
     #[arg(long, default_value_t = 100, requires = "real")]
     pub attempts: u32,
+    /// Instead of the simulator's figures: what guided exploration buys.
+    /// Per rare-bug canary, runs and CPU seconds to first detection over
+    /// --streams streams (default here 5), swarm against guided; then each
+    /// probe's reach and the abstract states, at equal CPU time.
+    #[arg(long, conflicts_with = "real")]
+    pub guided: bool,
+    /// With --guided: runs a stream may spend before it counts as found
+    /// at this budget.
+    #[arg(long, default_value_t = 20_000, requires = "guided")]
+    pub budget_runs: u64,
+    /// With --guided: swarm runs of the coverage comparison (guided gets
+    /// the CPU time they took).
+    #[arg(long, default_value_t = 10_000, requires = "guided")]
+    pub coverage_runs: u64,
+    /// With --guided: only this canary (repeat for more).
+    #[arg(long = "canary", value_parser = named::<Flaw>(), requires = "guided")]
+    pub canaries: Vec<Flaw>,
+    /// With --guided: streams measured side by side.
+    #[arg(long, default_value_t = 2, requires = "guided")]
+    pub jobs: usize,
 }
 
 /// A parser that accepts exactly the names of `T`'s list (and lists them

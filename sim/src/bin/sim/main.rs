@@ -8,15 +8,18 @@
 //! how a summary prints, `triage.rs` how a triage prints and failures are
 //! saved, `plan.rs` prints the shard plan, `progress.rs` the
 //! progress display; `files.rs` how a file is written without losing one,
-//! `output.rs` standard output that outlives a closed pipe, `interrupt.rs`
+//! `output.rs` standard output that outlives a closed pipe, `corpus.rs` a
+//! guided campaign's corpus files, `interrupt.rs`
 //! what a signal does, `page.rs` the sweep's report page; `real.rs`,
 //! `real_rate.rs` and `takeover.rs` what runs against PostgreSQL.
 
 mod args;
 mod check;
 mod commands;
+mod corpus;
 mod event_flags;
 mod files;
+mod guided_bench;
 mod interrupt;
 mod merge;
 mod output;

@@ -12,7 +12,8 @@ pub fn print_shard_plan(args: &ExploreArgs, shards: u64) -> Result<bool, String>
         sweep: Sweep {
             start: args.start,
             seeds: args.seeds,
-            swarm: args.swarm,
+            swarm: args.swarm || args.guided,
+            guided: args.guided,
             replicas: args.replicas,
             flaw: args.flaw.map(|flaw| flaw.name().to_owned()),
             shrink_max: args.shrink_max,

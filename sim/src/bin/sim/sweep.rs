@@ -13,7 +13,7 @@ use retention_sim::model::replicas_problem;
 use retention_sim::report::replay_command;
 use retention_sim::search::{
     BenchConfig, ExploreConfig, ExploreSummary, FailedSeed, SHRINK_RUNS, Shrunk, bench,
-    explore_until, shrink, spec_for,
+    explore_until, guided_until, shrink,
 };
 use retention_sim::sweep::Summary;
 
@@ -59,7 +59,7 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
         jobs: args
             .jobs
             .min(usize::try_from(args.seeds).unwrap_or(usize::MAX)),
-        swarm: args.swarm,
+        swarm: args.swarm || args.guided,
         base: RunSpec {
             replicas: args.replicas.unwrap_or(3),
             ..RunSpec::default()
@@ -67,6 +67,7 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
         replicas: args.replicas,
         flaw: args.flaw,
         shard: args.shard,
+        guided: args.guided,
     };
     if let Some(shards) = args.print_shard_plan {
         return crate::plan::print_shard_plan(args, shards);
@@ -77,9 +78,21 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
         .map(|(flag, path)| (*flag, Some(path.as_path())))
         .collect();
     preflight(&[], &named, args.force)?;
+    let seed_plans = match &args.corpus {
+        Some(dir) => crate::corpus::load(dir, args.flaw)?,
+        None => Vec::new(),
+    };
     interrupt::wind_down_on_signal();
     let watch = Watch::new(shard.seeds_in(args.seeds), args.quiet);
-    let swept = explore_until(&config, interrupt::stop_flag(), |at| watch.update(at));
+    let (swept, campaign) = if args.guided {
+        let (swept, report) = guided_until(&config, &seed_plans, interrupt::stop_flag(), |at| {
+            watch.update(at)
+        });
+        (swept, Some(report))
+    } else {
+        let swept = explore_until(&config, interrupt::stop_flag(), |at| watch.update(at));
+        (swept, None)
+    };
     watch.finish();
     if swept.jobs_run < config.jobs.max(1) {
         tell!(
@@ -96,8 +109,16 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
         say!("{}", summary.to_json());
     } else {
         print_summary(&summary, &[])?;
+        if let Some(report) = &campaign {
+            crate::corpus::print_campaign(report);
+        }
     }
     let mut refused = Vec::new();
+    if let (Some(dir), Some(report)) = (&args.corpus, &campaign)
+        && let Err(problem) = crate::corpus::save(dir, args.start, shard, &report.plans)
+    {
+        refused.push(format!("--corpus {problem}"));
+    }
     if let Some(path) = &args.summary {
         let written = write_checked(path, &summary.to_json(), args.force, |text| {
             serde_json::from_str::<Summary>(text)
@@ -161,7 +182,7 @@ fn shrink_failures(
             let Some(failure) = chosen.get(next.fetch_add(1, Ordering::Relaxed)) else {
                 return;
             };
-            let spec = spec_for(config, failure.seed);
+            let spec = swept.plan(config, failure.seed);
             let result = shrink(&spec, failure.clauses[0], SHRINK_RUNS);
             shrunk
                 .lock()
@@ -186,6 +207,9 @@ fn shrink_failures(
 }
 
 pub fn run_bench(args: &BenchArgs) -> Result<bool, String> {
+    if args.guided {
+        return crate::guided_bench::run(args);
+    }
     let ranges: [(&str, u64, std::ops::RangeInclusive<u64>); 4] = [
         ("--rounds", args.rounds.into(), 1..=1_000),
         ("--runs-per-round", args.runs_per_round, 1..=1_000_000),

@@ -48,10 +48,37 @@ pub fn print_summary(summary: &Summary, missing: &[RangeInclusive<u64>]) -> Resu
     if summary.failures.len() > 1 {
         print_failures(summary)?;
     }
+    print_findability(summary);
     if let Some(mb) = summary.peak_rss_mb {
         say!("peak memory {mb:.1} MiB");
     }
     Ok(())
+}
+
+/// Each failing clause's rate, and the clean runs a fix needs (README,
+/// "findability").
+fn print_findability(summary: &Summary) {
+    if summary.failures.is_empty() {
+        return;
+    }
+    let Some(figures) = retention_sim::sweep::findability(summary) else {
+        say!(
+            "findability: a guided campaign's runs are chosen from each other, so they give no \
+             rate; sweep with --swarm for one"
+        );
+        return;
+    };
+    say!("findability (a fix is credible at 95 % after n = ln 0.05 / ln(1 - p) clean runs):");
+    for figure in figures.values() {
+        say!(
+            "  {}: {} of {} runs, p = {:.2e}; a fix needs {} clean runs",
+            figure.clause,
+            figure.failures,
+            figure.runs,
+            figure.rate,
+            figure.clean_runs_needed
+        );
+    }
 }
 
 /// The plan of the failure of `seed`, or an error naming the failure and

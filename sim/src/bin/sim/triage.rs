@@ -10,6 +10,21 @@ use crate::commands::save_scenario;
 use crate::files::may_write;
 use crate::output::{say, tell};
 
+/// Whether a "fixed" is backed by enough clean runs, in words.
+fn credibility(credible: Option<retention_sim::sweep::Credible>) -> String {
+    match credible {
+        None => "no rate to judge the fix by (the baseline was a guided campaign)".into(),
+        Some(c) if c.enough => format!(
+            "credible at 95 %: the baseline drew it at {:.2e} per run, so a fix needs {} clean runs; this sweep ran {}",
+            c.baseline_rate, c.clean_runs_needed, c.runs
+        ),
+        Some(c) => format!(
+            "NOT YET CREDIBLE: the baseline drew it at {:.2e} per run, so a fix needs {} clean runs at 95 %; this sweep ran only {}",
+            c.baseline_rate, c.clean_runs_needed, c.runs
+        ),
+    }
+}
+
 /// Prints the triage after the merged summary.
 pub fn print_triage(triaged: &Triage, path: &Path, baseline: &Summary) {
     say!(
@@ -27,7 +42,7 @@ pub fn print_triage(triaged: &Triage, path: &Path, baseline: &Summary) {
     ];
     for (name, failures) in sections {
         say!("  {name}: {}", failures.len());
-        for failure in failures {
+        for (at, failure) in failures.iter().enumerate() {
             let command = parse_token(failure.best_token().as_str()).map_or_else(
                 |_| failure.best_token().to_string(),
                 |spec| replay_command(&spec),
@@ -37,6 +52,12 @@ pub fn print_triage(triaged: &Triage, path: &Path, baseline: &Summary) {
                 failure.clauses[0],
                 failure.seed
             );
+            if name == "fixed" {
+                say!(
+                    "      {}",
+                    credibility(triaged.fixed_credible.get(at).copied().flatten())
+                );
+            }
         }
     }
     if triaged.untriaged > 0 {

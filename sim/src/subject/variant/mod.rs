@@ -23,7 +23,7 @@ use tokio::sync::Notify;
 
 use self::renew::Cell;
 pub use self::runtime::{MadsimRuntime, Runtime, TokioRuntime};
-use self::shape::{Flags, Variant};
+use self::shape::{Flags, Memory, Variant};
 use crate::model::{Flaw, LossRec, ReleaseRec, TermEndRec, TermSummary};
 use crate::world::{BoxFuture, OnTerm, SimulatedWorker};
 
@@ -51,6 +51,7 @@ where
         flags: Mutex::new(Flags::default()),
         changed: Arc::new(Notify::new()),
         last_lease: Mutex::new(None),
+        memory: Mutex::new(Memory::default()),
     })
 }
 
@@ -138,7 +139,12 @@ where
     async fn lead(&self) -> TermSummary {
         let acquired = match self.deps.leases.acquire(&self.owner).await {
             Ok(Some(lease)) if lease.owner_id == self.owner => lease,
-            Ok(Some(_)) | Err(_) => {
+            Ok(Some(_)) => {
+                self.memory.lock().expect("memory").corrupt_replies += 1;
+                let release = self.release_stale_term_lease().await;
+                return end(TermEndRec::AcquireFailed(None), 0, 0, release);
+            }
+            Err(_) => {
                 let release = self.release_stale_term_lease().await;
                 return end(TermEndRec::AcquireFailed(None), 0, 0, release);
             }
@@ -161,9 +167,21 @@ where
             renewing: 0,
             renewals: 0,
         }));
+        self.memory.lock().expect("memory").term = Default::default();
         let (outcome, ()) = join(self.delete_batches(&cell), self.renew(&cell)).await;
         let (loop_end, rows, batches, skip_release) = outcome;
         let lost = cell.lock().expect("cell").lost.clone();
+        let (stopped_mid_delete, jumped) = {
+            let term = &self.memory.lock().expect("memory").term;
+            (term.stopped_mid_delete, term.jumped && term.own_fences > 0)
+        };
+        if self.has(Flaw::CanaryStopForgottenAfterAJump)
+            && stopped_mid_delete
+            && jumped
+            && lost == Some(LossRec::NullRenewal)
+        {
+            self.flags.lock().expect("flags").stopped = false;
+        }
         // Counted last: a renewal left in flight (finding 1) may still land
         // while the release is out, and the report must include it.
         let with_renewals = |summary: TermSummary| TermSummary {
@@ -222,7 +240,7 @@ where
         // grant; the moving-cutoff flaw takes it from each latest renewal.
         let granted_at_ms =
             |cell: &Mutex<Cell>| cell.lock().expect("cell").latest.granted_at_ms(ttl_ms);
-        let term_cutoff_ms = match self.flaw {
+        let mut term_cutoff_ms = match self.flaw {
             Some(Flaw::OwnClockCutoff) => self.deps.clock.now_ms() - retention_ms,
             Some(Flaw::TrustsNtpWithinASecond) => self.deps.clock.now_ms() - retention_ms - 1_000,
             Some(Flaw::CutoffFromExpiry) => {
@@ -235,6 +253,10 @@ where
         };
         let (mut rows, mut batches, mut reported_rows) = (0u64, 0u32, 0u64);
         let mut retried_fenced = false;
+        // The canaries' memory: the token to send again, the clock at the
+        // last batch and the renewals stored by then.
+        let mut resend: Option<u64> = None;
+        let mut last_batch: Option<(i64, u32)> = None;
         let outcome = loop {
             if self.has(Flaw::SpinWhileRenewing) {
                 // Waits for the renewal by watching the clock; nothing here
@@ -245,14 +267,35 @@ where
             }
             let token = {
                 let cell = cell.lock().expect("cell");
-                if self.stopped() {
+                if let Some(token) = resend.take() {
+                    token
+                } else if self.stopped() {
                     break (LoopEnd::Stopped, false);
-                }
-                if cell.lost.is_some() {
+                } else if cell.lost.is_some() {
                     break (LoopEnd::Lost, false);
+                } else {
+                    cell.latest.fencing_token
                 }
-                cell.latest.fencing_token
             };
+            if self.flaw.is_some_and(Flaw::is_canary) {
+                let now_ms = self.deps.clock.now_ms();
+                let renewals = cell.lock().expect("cell").renewals;
+                let ttl = i64::try_from(ttl_ms).expect("validated");
+                let mut memory = self.memory.lock().expect("memory");
+                if let Some((then_ms, renewals_then)) = last_batch
+                    && now_ms - then_ms > ttl
+                    && renewals > renewals_then
+                {
+                    memory.term.jumped = true;
+                }
+                last_batch = Some((now_ms, renewals));
+                let recut =
+                    memory.term.jumped && memory.corrupt_replies > 0 && memory.foreign_fences > 0;
+                drop(memory);
+                if recut && self.has(Flaw::CanaryRecutAfterAJumpAndACorruptReply) {
+                    term_cutoff_ms = granted_at_ms(cell) - retention_ms;
+                }
+            }
             let cutoff_ms = if self.has(Flaw::MovingCutoff) {
                 granted_at_ms(cell) - retention_ms
             } else {
@@ -264,6 +307,7 @@ where
             } else {
                 batch.min(u32::try_from(cap - rows).unwrap_or(u32::MAX))
             };
+            self.memory.lock().expect("memory").term.deleting = true;
             let delete = self.deps.records.delete_batch(cutoff_ms, limit, token);
             let result = if self.has(Flaw::StopDropsDelete) {
                 let stop = self.sleep_unless(u64::MAX / 4, || self.stopped());
@@ -274,6 +318,11 @@ where
             } else {
                 delete.await
             };
+            {
+                let term = &mut self.memory.lock().expect("memory").term;
+                term.deleting = false;
+                term.stopped_mid_delete |= self.stopped();
+            }
             match result {
                 Ok(deleted) => {
                     rows += deleted;
@@ -295,15 +344,39 @@ where
                         break (LoopEnd::Capped, false);
                     }
                 }
-                Err(error)
-                    if error.kind == CallErrorKind::Fenced
-                        && self.renewed_since(cell, token).await => {}
-                Err(error)
-                    if error.kind == CallErrorKind::Fenced
-                        && self.has(Flaw::RetryFencedDelete)
-                        && !retried_fenced =>
-                {
-                    retried_fenced = true;
+                Err(error) if error.kind == CallErrorKind::Fenced => {
+                    let beside_a_renewal = cell.lock().expect("cell").renewing > 0;
+                    let (corrupt, foreign, null) = {
+                        let memory = self.memory.lock().expect("memory");
+                        let seen = |count: u32| count > 0;
+                        (
+                            seen(memory.corrupt_replies),
+                            seen(memory.foreign_fences),
+                            seen(memory.null_renewals),
+                        )
+                    };
+                    let jumped = self.memory.lock().expect("memory").term.jumped;
+                    if self.renewed_since(cell, token).await {
+                        self.memory.lock().expect("memory").term.own_fences += 1;
+                        if self.has(Flaw::CanaryRecountAfterACorruptReply) && corrupt && jumped {
+                            rows = 0;
+                        }
+                    } else if self.has(Flaw::RetryFencedDelete) && !retried_fenced {
+                        retried_fenced = true;
+                    } else if self.has(Flaw::CanaryResendAfterACorruptReply)
+                        && beside_a_renewal
+                        && corrupt
+                        && null
+                        && foreign
+                        && !retried_fenced
+                    {
+                        retried_fenced = true;
+                        resend = Some(token);
+                        self.memory.lock().expect("memory").foreign_fences += 1;
+                    } else {
+                        self.memory.lock().expect("memory").foreign_fences += 1;
+                        break (LoopEnd::DeleteFailed, self.has(Flaw::FlagOnlyStop));
+                    }
                 }
                 Err(_) => break (LoopEnd::DeleteFailed, self.has(Flaw::FlagOnlyStop)),
             }

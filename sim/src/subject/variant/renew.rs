@@ -48,7 +48,7 @@ where
         cell.done || cell.lost.is_some() || self.stopped()
     }
 
-    async fn renew_serially(&self, cell: &Mutex<Cell>) {
+    async fn renew_serially(&self, cell: &Arc<Mutex<Cell>>) {
         let interval = self.config.renew_interval_ms;
         while self
             .sleep_unless(interval, || self.winding_down(cell))
@@ -69,16 +69,68 @@ where
                 self.changed.notify_waiters();
                 continue;
             }
+            {
+                let mut memory = self.memory.lock().expect("memory");
+                match &result {
+                    Ok(Some(reply)) if !renews(&lease, reply) => memory.corrupt_replies += 1,
+                    Ok(None) => memory.null_renewals += 1,
+                    _ => {}
+                }
+            }
+            let late = self.flaw.is_some_and(Flaw::is_canary)
+                && matches!(&result, Ok(Some(reply)) if renews(&lease, reply))
+                && self.deps.clock.now_ms() > lease.expires_at_ms;
             let observed = !self.has(Flaw::FailedRenewalIgnored);
-            let lost = cell
-                .lock()
-                .expect("cell")
-                .finish_renewal(&lease, result, observed);
+            let lost = {
+                let mut cell = cell.lock().expect("cell");
+                match result {
+                    Ok(Some(reply))
+                        if self.has(Flaw::CanaryCorruptReplyKeptAfterAFence)
+                            && !renews(&lease, &reply)
+                            && {
+                                let memory = self.memory.lock().expect("memory");
+                                memory.term.deleting
+                                    && memory.foreign_fences > 0
+                                    && memory.null_renewals > 0
+                            } =>
+                    {
+                        cell.renewing -= 1;
+                        cell.latest = reply;
+                        false
+                    }
+                    result => cell.finish_renewal(&lease, result, observed),
+                }
+            };
             self.changed.notify_waiters();
+            if late {
+                let primed = {
+                    let memory = self.memory.lock().expect("memory");
+                    memory.term.jumped && memory.corrupt_replies > 0
+                };
+                if self.has(Flaw::CanaryOverlapAfterANullRenewalAndAJump) && primed && !lost {
+                    self.renew_detached(cell);
+                }
+            }
             if lost {
                 return;
             }
         }
+    }
+
+    /// One renewal of the latest lease sent without awaiting it (finding 1,
+    /// and `canary-overlap-after-a-null-renewal-and-a-jump`); its answer
+    /// replaces the lease when newer, and a failure goes unobserved.
+    fn renew_detached(&self, cell: &Arc<Mutex<Cell>>) {
+        let lease = cell.lock().expect("cell").begin_renewal();
+        let (leases, cell, changed) =
+            (self.deps.leases.clone(), cell.clone(), self.changed.clone());
+        self.runtime.spawn(Box::pin(async move {
+            let result = leases.renew(&lease).await;
+            cell.lock()
+                .expect("cell")
+                .finish_renewal(&lease, result, false);
+            changed.notify_waiters();
+        }));
     }
 
     /// Finding 1: a timer fires every interval whether or not the previous
@@ -90,16 +142,7 @@ where
             .sleep_unless(interval, || self.winding_down(cell))
             .await
         {
-            let lease = cell.lock().expect("cell").begin_renewal();
-            let (leases, cell, changed) =
-                (self.deps.leases.clone(), cell.clone(), self.changed.clone());
-            self.runtime.spawn(Box::pin(async move {
-                let result = leases.renew(&lease).await;
-                cell.lock()
-                    .expect("cell")
-                    .finish_renewal(&lease, result, false);
-                changed.notify_waiters();
-            }));
+            self.renew_detached(cell);
         }
     }
 }

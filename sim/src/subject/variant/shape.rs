@@ -20,6 +20,31 @@ pub(super) struct Variant<C, L, R, T> {
     pub(super) changed: Arc<Notify>,
     /// The last lease a term held (kept only by `release-stale-term-lease`).
     pub(super) last_lease: Mutex<Option<Lease>>,
+    /// What the canaries remember across terms.
+    pub(super) memory: Mutex<Memory>,
+}
+
+/// Rare things the process has seen, for the canaries: replies it refused
+/// as corrupt, deletes refused that its own renewal did not explain, and
+/// terms lost to a null renewal.
+#[derive(Default)]
+pub(super) struct Memory {
+    pub(super) corrupt_replies: u32,
+    pub(super) foreign_fences: u32,
+    pub(super) null_renewals: u32,
+    /// The current term's, cleared when a term begins.
+    pub(super) term: TermMemory,
+}
+
+/// What the canaries remember of one term: a delete in flight, a `stop()`
+/// during one, the clock's jump between two batches, and the deletes
+/// refused because the term's own renewal moved the token.
+#[derive(Default)]
+pub(super) struct TermMemory {
+    pub(super) deleting: bool,
+    pub(super) stopped_mid_delete: bool,
+    pub(super) jumped: bool,
+    pub(super) own_fences: u32,
 }
 
 /// Whether the variant was stopped, and whether a term is running.
