@@ -1,19 +1,36 @@
 //! `retention_records`: rows ordered by `(created_at_ms, id)`, each maybe
 //! row-locked `FOR UPDATE` by one open transaction.
 
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 use std::num::NonZeroU64;
 
 use crate::model::RowRec;
 
 /// The records table with its row locks.
+///
+/// Kept as one sorted run rather than a tree: deletes take the oldest rows
+/// and inserts are nearly always the newest, so both ends are cheap, and a
+/// seeded table is built by a sort instead of thousands of node inserts.
 #[derive(Debug, Clone, Default)]
 pub struct Records {
-    /// `(created_at_ms, id)` to the transaction holding the row's lock
-    /// (non-zero, so an entry stays 24 bytes: the table is most of a run's
-    /// memory traffic).
-    rows: BTreeMap<(i64, u64), Option<NonZeroU64>>,
+    /// Sorted by `(created_at_ms, id)`, the index's order.
+    rows: VecDeque<Row>,
     next_id: u64,
+}
+
+/// One row and the transaction holding its lock (non-zero, so a row stays
+/// 24 bytes: the table is most of a run's memory traffic).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Row {
+    created_at_ms: i64,
+    id: u64,
+    holder: Option<NonZeroU64>,
+}
+
+impl Row {
+    fn key(&self) -> (i64, u64) {
+        (self.created_at_ms, self.id)
+    }
 }
 
 impl Records {
@@ -23,24 +40,36 @@ impl Records {
     }
 
     /// A table holding rows created at `created_at_ms`, inserted in that
-    /// order (so ids follow it), as many `INSERT`s would leave it. Built in
-    /// one pass from sorted keys: seeding thousands of rows one insert at a
-    /// time was a sixth of a short run's time.
+    /// order (so ids follow it), as many `INSERT`s would leave it.
     pub fn with_rows(created_at_ms: impl IntoIterator<Item = i64>) -> Self {
         let created_at_ms: Vec<i64> = created_at_ms.into_iter().collect();
         let next_id = created_at_ms.len() as u64;
-        let keys = sorted_keys(&created_at_ms);
-        Self {
-            rows: keys.into_iter().map(|key| (key, None)).collect(),
-            next_id,
-        }
+        let rows = sorted_keys(&created_at_ms)
+            .into_iter()
+            .map(|(created_at_ms, id)| Row {
+                created_at_ms,
+                id,
+                holder: None,
+            })
+            .collect();
+        Self { rows, next_id }
     }
 
     /// `INSERT ... (created_at_ms)`, autocommitted: ids come from a
     /// sequence, so they grow in insertion order.
     pub fn insert(&mut self, created_at_ms: i64) -> RowRec {
         self.next_id += 1;
-        self.rows.insert((created_at_ms, self.next_id), None);
+        let row = Row {
+            created_at_ms,
+            id: self.next_id,
+            holder: None,
+        };
+        // The new id is the largest, so the row goes after every row
+        // created at or before it.
+        let at = self
+            .rows
+            .partition_point(|other| other.created_at_ms <= created_at_ms);
+        self.rows.insert(at, row);
         RowRec {
             id: self.next_id,
             created_at_ms,
@@ -65,7 +94,8 @@ impl Records {
 
     /// Rows created strictly before `older_than_ms`.
     pub fn count_older_than(&self, older_than_ms: i64) -> usize {
-        self.rows.range(..(older_than_ms, 0)).count()
+        self.rows
+            .partition_point(|row| row.created_at_ms < older_than_ms)
     }
 
     /// The inner `SELECT id ... WHERE created_at_ms < $1 ORDER BY
@@ -74,73 +104,73 @@ impl Records {
     /// by `txn`. Rows `txn` itself locked are its own and not chosen again.
     pub fn lock_oldest(&mut self, txn: u64, older_than_ms: i64, limit: u32) -> Vec<RowRec> {
         let mut chosen = Vec::new();
-        for (&(created_at_ms, id), holder) in self.rows.range_mut(..(older_than_ms, 0)) {
-            if chosen.len() as u64 >= u64::from(limit) {
+        for row in self.rows.iter_mut() {
+            if row.created_at_ms >= older_than_ms || chosen.len() as u64 >= u64::from(limit) {
                 break;
             }
-            if holder.is_some() {
+            if row.holder.is_some() {
                 continue;
             }
-            *holder = Some(holder_id(txn));
-            chosen.push(RowRec { id, created_at_ms });
+            row.holder = Some(holder_id(txn));
+            chosen.push(RowRec {
+                id: row.id,
+                created_at_ms: row.created_at_ms,
+            });
         }
         chosen
     }
 
     /// `COMMIT` of `txn`'s `DELETE`: its locked rows go.
     pub fn remove_locked(&mut self, txn: u64, rows: &[RowRec]) {
-        if self.remove_if_oldest(txn, rows) {
+        let holder = Some(holder_id(txn));
+        // The common commit: `rows` are the table's oldest, in order.
+        let oldest = rows.len() <= self.rows.len()
+            && rows.iter().zip(&self.rows).all(|(row, kept)| {
+                kept.key() == (row.created_at_ms, row.id) && kept.holder == holder
+            });
+        if oldest {
+            self.rows.drain(..rows.len());
             return;
         }
         for row in rows {
-            let holder = self.rows.remove(&(row.created_at_ms, row.id));
+            let at = self.position(row);
+            let removed = at.and_then(|at| self.rows.remove(at));
             assert_eq!(
-                holder,
-                Some(Some(holder_id(txn))),
+                removed.map(|kept| kept.holder),
+                Some(holder),
                 "commit of a row the txn did not lock"
             );
         }
     }
 
-    /// The common commit: `rows` are the table's oldest, in order, so the
-    /// table splits after them instead of losing them one at a time.
-    fn remove_if_oldest(&mut self, txn: u64, rows: &[RowRec]) -> bool {
-        let holder = Some(holder_id(txn));
-        let mut table = self.rows.iter();
-        let oldest = rows
-            .iter()
-            .all(|row| table.next() == Some((&(row.created_at_ms, row.id), &holder)));
-        if !oldest {
-            return false;
-        }
-        let rest = match table.next() {
-            Some((&key, _)) => self.rows.split_off(&key),
-            None => Default::default(),
-        };
-        self.rows = rest;
-        true
-    }
-
     /// `ROLLBACK` of `txn`: its rows stay, unlocked.
     pub fn unlock(&mut self, txn: u64, rows: &[RowRec]) {
         for row in rows {
-            let holder = self
-                .rows
-                .get_mut(&(row.created_at_ms, row.id))
+            let at = self
+                .position(row)
                 .expect("a locked row is still in the table");
+            let kept = &mut self.rows[at];
             assert_eq!(
-                *holder,
+                kept.holder,
                 Some(holder_id(txn)),
                 "rollback of a row the txn did not lock"
             );
-            *holder = None;
+            kept.holder = None;
         }
+    }
+
+    /// Where `row` is in the table, if it still is.
+    fn position(&self, row: &RowRec) -> Option<usize> {
+        self.rows
+            .binary_search_by_key(&(row.created_at_ms, row.id), Row::key)
+            .ok()
     }
 }
 
 /// `(created_at_ms, id)` for ids 1.. in order, sorted. When times span
 /// under 2^40 ms and ids fit in 24 bits (any seeded table does), each key
-/// packs into one `u64`, which sorts about twice as fast as the pairs.
+/// packs into one `u64` and a radix sort on the time alone orders them: it
+/// is stable and the ids come in order, so equal times stay in id order.
 fn sorted_keys(created_at_ms: &[i64]) -> Vec<(i64, u64)> {
     let (Some(&min), Some(&max)) = (created_at_ms.iter().min(), created_at_ms.iter().max()) else {
         return Vec::new();
@@ -155,16 +185,47 @@ fn sorted_keys(created_at_ms: &[i64]) -> Vec<(i64, u64)> {
     let mut packed: Vec<u64> = created_at_ms
         .iter()
         .zip(ids)
-        .map(|(&at, id)| (at.abs_diff(min) << 24) | id)
+        .map(|(&at, id)| (at.abs_diff(min) << ID_BITS) | id)
         .collect();
-    packed.sort_unstable();
+    radix_sort_by_time(&mut packed, u64::BITS - span.leading_zeros());
     packed
         .into_iter()
         .map(|key| {
-            let offset = i64::try_from(key >> 24).expect("under 2^40");
-            (min + offset, key & ((1 << 24) - 1))
+            let offset = i64::try_from(key >> ID_BITS).expect("under 2^40");
+            (min + offset, key & ((1 << ID_BITS) - 1))
         })
         .collect()
+}
+
+/// The low bits of a packed key that hold the row's id.
+const ID_BITS: u32 = 24;
+
+/// A stable least-significant-digit radix sort of packed keys by their
+/// time bits (the `time_bits` above [`ID_BITS`]): a few linear passes where
+/// a comparison sort of a seeded table took a twentieth of a short run.
+fn radix_sort_by_time(keys: &mut Vec<u64>, time_bits: u32) {
+    const DIGIT_BITS: u32 = 11;
+    const DIGIT_MASK: u64 = (1 << DIGIT_BITS) - 1;
+    let mut scratch = vec![0u64; keys.len()];
+    let mut shift = ID_BITS;
+    while shift < ID_BITS + time_bits {
+        let digit = |key: u64| ((key >> shift) & DIGIT_MASK) as usize;
+        let mut starts = [0usize; 1 << DIGIT_BITS];
+        for &key in keys.iter() {
+            starts[digit(key)] += 1;
+        }
+        let mut total = 0;
+        for start in starts.iter_mut() {
+            (*start, total) = (total, total + *start);
+        }
+        for &key in keys.iter() {
+            let slot = &mut starts[digit(key)];
+            scratch[*slot] = key;
+            *slot += 1;
+        }
+        std::mem::swap(keys, &mut scratch);
+        shift += DIGIT_BITS;
+    }
 }
 
 fn holder_id(txn: u64) -> NonZeroU64 {

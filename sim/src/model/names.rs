@@ -235,10 +235,12 @@ named! {
         /// The term's report counts the rows each batch asked for, not the
         /// rows it deleted.
         ReportCountsRequestedRows => "report-counts-requested-rows",
-        /// Canary: once the worker has refused a corrupt reply (a lease
-        /// not its own, or not newer), a delete refused for its token
-        /// while a renewal was in flight, when that renewal does not move
-        /// the token, is sent again with the refused token.
+        /// Canary: once the worker has refused a corrupt reply (a
+        /// lease not its own, or not newer), had a null renewal and had
+        /// two deletes refused that its own renewal did not explain, a delete
+        /// refused for its token while a renewal was in flight, when that
+        /// renewal does not move the token, is sent again with the refused
+        /// token.
         CanaryResendAfterACorruptReply => "canary-resend-after-a-corrupt-reply",
         /// Canary: once the worker has refused a corrupt reply and had a
         /// delete refused that its own renewal did not explain, a delete
@@ -307,7 +309,7 @@ impl Flaw {
 
     /// Whether this is a rare-bug canary: a mistake that shows only when
     /// two or three unlikely conditions meet in one term, kept to measure
-    /// how fast a search finds such a bug (`sim bench --canaries`), not
+    /// how fast a search finds such a bug (`sim bench --guided`), not
     /// part of the catalogue every plain search must find.
     pub fn is_canary(self) -> bool {
         self.name().starts_with("canary-")

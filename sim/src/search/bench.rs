@@ -7,7 +7,9 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::explore::peak_rss_mb;
+use super::explore::{ExploreConfig, explore, peak_rss_mb};
+use super::guided::thread_cpu_secs;
+use super::shard::Shard;
 use super::swarm::swarm;
 use crate::checker::check;
 use crate::model::{FaultConfig, Flaw, RunSpec};
@@ -78,6 +80,13 @@ pub struct BenchReport {
     pub rss_mb_after_memory_runs: f64,
     /// Runs in the memory sweep.
     pub memory_runs: u64,
+    /// What a run of `sim explore` (its default plan: 3 replicas, no
+    /// faults) costs: CPU milliseconds of one thread per run, median round.
+    pub cpu_ms_per_run: f64,
+    /// The cheapest and dearest round, CPU milliseconds per run.
+    pub cpu_ms_per_run_spread: (f64, f64),
+    /// The same runs on two threads: wall time of one thread over two.
+    pub jobs_2_speedup: f64,
     /// Seeds to first detection, by flaw name.
     pub flaws: BTreeMap<&'static str, FlawFigures>,
     /// Seeds of the speed rounds the real worker failed (a bench is no
@@ -108,6 +117,8 @@ fn moderate_faults() -> FaultConfig {
 pub fn bench(config: &BenchConfig, progress: impl Fn(&str)) -> BenchReport {
     progress("speed");
     let (checked, bare, sim_secs, failed) = speed(config);
+    progress("cost per run");
+    let (cpu_ms, jobs_2_speedup) = run_cost(config);
     progress("seeds to detection");
     let flaws = Flaw::catalogue()
         .map(|flaw| (flaw.name(), detection(config, flaw)))
@@ -126,6 +137,12 @@ pub fn bench(config: &BenchConfig, progress: impl Fn(&str)) -> BenchReport {
         runs_per_sec_bare: runs / bare_secs,
         overhead_ratio: checked_secs / bare_secs,
         sim_to_wall_ratio: sim_secs / checked.iter().sum::<f64>(),
+        cpu_ms_per_run: median(cpu_ms.clone()),
+        cpu_ms_per_run_spread: (
+            cpu_ms.iter().copied().fold(f64::INFINITY, f64::min),
+            cpu_ms.iter().copied().fold(0.0, f64::max),
+        ),
+        jobs_2_speedup,
         rss_mb_after_1k: after_1k,
         rss_mb_after_memory_runs: after_all,
         memory_runs: config.memory_runs,
@@ -162,6 +179,36 @@ fn speed(config: &BenchConfig) -> (Vec<f64>, Vec<f64>, f64, Vec<u64>) {
         bare.push(started.elapsed().as_secs_f64());
     }
     (checked, bare, sim_secs, failed)
+}
+
+/// Per round, one thread's CPU milliseconds per run of `sim explore`'s
+/// default plan (the command issue 40 measures, `sim explore --seeds 1000
+/// --jobs 1`); and two threads' speedup in wall time over the same seeds.
+fn run_cost(config: &BenchConfig) -> (Vec<f64>, f64) {
+    let explore_config = |round: u64, jobs: usize| ExploreConfig {
+        seeds: config.runs_per_round,
+        start: round * config.runs_per_round,
+        jobs,
+        base: RunSpec {
+            replicas: 3,
+            ..RunSpec::default()
+        },
+        swarm: false,
+        replicas: None,
+        flaw: None,
+        shard: Shard::ALL,
+        guided: false,
+    };
+    let (mut cpu_ms, mut one_thread_secs, mut two_threads_secs) = (Vec::new(), 0.0, 0.0);
+    for round in 0..u64::from(config.rounds) {
+        // One job runs on this thread, so its CPU time is this thread's.
+        let before = thread_cpu_secs();
+        let one = explore(&explore_config(round, 1), |_| {});
+        cpu_ms.push((thread_cpu_secs() - before) * 1_000.0 / config.runs_per_round as f64);
+        one_thread_secs += one.wall_secs;
+        two_threads_secs += explore(&explore_config(round, 2), |_| {}).wall_secs;
+    }
+    (cpu_ms, one_thread_secs / two_threads_secs)
 }
 
 fn detection(config: &BenchConfig, flaw: Flaw) -> FlawFigures {

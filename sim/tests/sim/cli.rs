@@ -440,6 +440,8 @@ fn bench_reports_every_figure_as_json() {
         "sim_to_wall_ratio",
         "rss_mb_after_1k",
         "rss_mb_after_memory_runs",
+        "cpu_ms_per_run",
+        "jobs_2_speedup",
     ] {
         assert!(
             report[key].as_f64().is_some_and(|x| x > 0.0),

@@ -65,7 +65,19 @@ fn a_row_at_the_cutoff_is_not_old() {
 fn a_table_built_at_once_is_the_table_inserts_make() {
     let wide = [i64::MIN / 2, 5, i64::MAX / 2, 5, -7];
     let narrow = [-3_600_500, 40, -3_600_500, -3_599_000, 40, 39];
-    for times in [&wide[..], &narrow[..], &[][..]] {
+    // Thousands of rows over spans of one to four radix digits, with ties.
+    let seeded: Vec<Vec<i64>> = [1_000_i64, 3_000_000, 1 << 33, (1 << 40) - 1]
+        .iter()
+        .map(|&span| {
+            (0..3_000_i64)
+                .map(|i| (i * 7_919 % 2_003) * (span / 2_003) - span / 2)
+                .collect()
+        })
+        .collect();
+    let cases = [&wide[..], &narrow[..], &[][..]]
+        .into_iter()
+        .chain(seeded.iter().map(Vec::as_slice));
+    for times in cases {
         let mut inserted = Records::new();
         for &at in times {
             inserted.insert(at);

@@ -94,12 +94,13 @@ pub fn run(args: &BenchArgs) -> Result<bool, String> {
         g.states as f64 * 10_000.0 / g.runs.max(1) as f64
     );
     say!(
-        "  {:<42} {:>14} {:>14} {:>8}",
+        "  {:<42} {:>22} {:>22} {:>8}",
         "probe: runs reaching it",
-        "swarm",
-        "guided",
+        "swarm (per 10,000)",
+        "guided (per 10,000)",
         "ratio"
     );
+    let per_10k = |count: u64, runs: u64| count as f64 * 10_000.0 / runs.max(1) as f64;
     let mut rows: Vec<(&str, u64, u64)> = s
         .probe_runs
         .iter()
@@ -108,7 +109,9 @@ pub fn run(args: &BenchArgs) -> Result<bool, String> {
     rows.sort_by_key(|&(probe, swarm, _)| (swarm, probe));
     for (probe, swarm, guided) in rows {
         say!(
-            "  {probe:<42} {swarm:>14} {guided:>14} {:>7.1}x",
+            "  {probe:<42} {:>22} {:>22} {:>7.1}x",
+            format!("{swarm} ({:.1})", per_10k(swarm, s.runs)),
+            format!("{guided} ({:.1})", per_10k(guided, g.runs)),
             guided as f64 / swarm.max(1) as f64
         );
     }

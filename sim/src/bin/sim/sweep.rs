@@ -256,6 +256,13 @@ pub fn run_bench(args: &BenchArgs) -> Result<bool, String> {
         report.overhead_ratio
     );
     say!("  simulated/wall time {:.0}x", report.sim_to_wall_ratio);
+    let (cheapest, dearest) = report.cpu_ms_per_run_spread;
+    say!(
+        "explore's default plan (sim explore --jobs 1): {:.2} CPU ms per run \
+         (rounds {cheapest:.2} to {dearest:.2}); --jobs 2 runs {:.2}x as fast",
+        report.cpu_ms_per_run,
+        report.jobs_2_speedup
+    );
     say!(
         "  peak memory {:.1} MiB after 1,000 runs, {:.1} MiB after {} runs",
         report.rss_mb_after_1k,

@@ -346,12 +346,12 @@ where
                 }
                 Err(error) if error.kind == CallErrorKind::Fenced => {
                     let beside_a_renewal = cell.lock().expect("cell").renewing > 0;
-                    let (corrupt, foreign, null) = {
+                    let (corrupt, foreign_twice, null) = {
                         let memory = self.memory.lock().expect("memory");
                         let seen = |count: u32| count > 0;
                         (
                             seen(memory.corrupt_replies),
-                            seen(memory.foreign_fences),
+                            memory.foreign_fences >= 2,
                             seen(memory.null_renewals),
                         )
                     };
@@ -367,7 +367,7 @@ where
                         && beside_a_renewal
                         && corrupt
                         && null
-                        && foreign
+                        && foreign_twice
                         && !retried_fenced
                     {
                         retried_fenced = true;
