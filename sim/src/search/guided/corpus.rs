@@ -10,6 +10,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::signature::{FIGURES, Feature, Feedback, is_probe, is_sequence, is_state};
 use crate::model::RunSpec;
+use crate::search::shrink::plan_size;
 
 /// One kept plan.
 #[derive(Debug, Clone)]
@@ -220,7 +221,18 @@ impl Corpus {
             .min(numbers.len() - 1);
         let number = numbers[at] as usize;
         let holders = &self.holders[number];
-        let entry = holders[rng.gen_range(0..holders.len())] as usize;
+        // Half the time the smallest plan that reached the feature (AFL's
+        // favoured input): children of ever larger plans cost ever more
+        // per run, and an hour's campaign slowed threefold without it.
+        let entry = if rng.gen_bool(0.5) {
+            *holders
+                .iter()
+                .rev()
+                .min_by_key(|&&index| plan_size(&self.entries[index as usize].spec))
+                .expect("a chosen feature has holders") as usize
+        } else {
+            holders[rng.gen_range(0..holders.len())] as usize
+        };
         let first_ms = (is_state(self.features[number]) || is_sequence(self.features[number]))
             .then(|| {
                 self.entries[entry]
