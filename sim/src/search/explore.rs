@@ -123,6 +123,15 @@ pub fn peak_rss_mb() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
+/// The plan a sweep without `--swarm` runs, with the seed left at its
+/// default: the default plan on `replicas` (3 when not given).
+pub fn base_spec(replicas: Option<u32>) -> RunSpec {
+    RunSpec {
+        replicas: replicas.unwrap_or(3),
+        ..RunSpec::default()
+    }
+}
+
 /// The spec explore runs for `seed`.
 pub fn spec_for(config: &ExploreConfig, seed: u64) -> RunSpec {
     let spec = if config.swarm {

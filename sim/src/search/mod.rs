@@ -1,11 +1,13 @@
 //! Looking for failures: the space of runs a search draws from (`space`),
 //! swarm plans drawn from a seed (fault events in `event_draws`), sweeps over many seeds, shrinking a
-//! failing plan (`shrink`), the property suite, and the benchmark. Uses every layer below it.
+//! failing plan (`shrink`), the conditions a sweep's failures share (`hints`), the
+//! property suite, and the benchmark. Uses every layer below it.
 
 mod bench;
 mod event_draws;
 mod explore;
 mod guided;
+mod hints;
 pub mod properties;
 mod shard;
 mod shrink;
@@ -14,13 +16,14 @@ mod swarm;
 
 pub use bench::{BenchConfig, BenchReport, Detection, FlawFigures, bench, standard};
 pub use explore::{
-    ExploreConfig, ExploreSummary, FailedSeed, Progress, explore, explore_until, peak_rss_mb,
-    spec_for,
+    ExploreConfig, ExploreSummary, FailedSeed, Progress, base_spec, explore, explore_until,
+    peak_rss_mb, spec_for,
 };
 pub use guided::{
     GuidedBench, GuidedBenchConfig, GuidedReport, Reach, Streams, bench_guided, corpus_text,
     guided_until, parse_corpus, thread_cpu_secs,
 };
+pub use hints::{ClauseHints, FAILING_MAX, Hint, PASSING_MAX, hints};
 pub use shard::Shard;
 pub use shrink::{
     SHRINK_RUNS, Shrunk, plan_size, shrink, shrink_while, shrink_with, violated_clause,

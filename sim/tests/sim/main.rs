@@ -17,6 +17,7 @@ mod flaws;
 mod forged;
 mod fuzz;
 mod guided;
+mod hints;
 mod history_digest;
 mod hostile;
 mod model;

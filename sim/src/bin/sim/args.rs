@@ -239,6 +239,13 @@ pub struct ExploreArgs {
     /// No progress display on standard error.
     #[arg(long, short)]
     pub quiet: bool,
+    /// After the summary, the conditions the failing runs share: per
+    /// violated clause, the probes, abstract states and sequences that at
+    /// least half its failing runs reached, ranked by the chance that a
+    /// run reaching one failed (replays the failing runs and up to 2,000
+    /// passing ones; a swarm or plain sweep only).
+    #[arg(long, conflicts_with = "json")]
+    pub hints: bool,
     /// Print the commands that run this sweep as N shards, one per machine,
     /// and the `sim merge` that combines them; run nothing.
     #[arg(long, value_name = "N")]
@@ -265,6 +272,13 @@ pub struct MergeArgs {
     /// only for new ones.
     #[arg(long, value_name = "OLD.json")]
     pub baseline: Option<std::path::PathBuf>,
+    /// After the summary, the conditions the failing runs share: per
+    /// violated clause, the probes, abstract states and sequences that at
+    /// least half its failing runs reached, ranked by the chance that a
+    /// run reaching one failed (replays the failing runs and up to 2,000
+    /// passing ones; a swarm or plain sweep only).
+    #[arg(long, conflicts_with = "json")]
+    pub hints: bool,
     /// Write each distinct shrunk failure as a scenario file in this folder
     /// (made if missing), named [FLAW-]CLAUSE-seed-SEED.toml.
     #[arg(long, value_name = "DIR")]
@@ -331,12 +345,16 @@ pub struct BenchArgs {
     pub guided: bool,
     /// With --guided: runs a stream may spend before it counts as found
     /// at this budget.
-    #[arg(long, default_value_t = 20_000, requires = "guided")]
+    #[arg(long, default_value_t = 100_000, requires = "guided")]
     pub budget_runs: u64,
     /// With --guided: swarm runs of the coverage comparison (guided gets
-    /// the CPU time they took).
+    /// the CPU time they took); 0 leaves it out.
     #[arg(long, default_value_t = 10_000, requires = "guided")]
     pub coverage_runs: u64,
+    /// With --guided: measure only guided's streams (swarm's do not
+    /// change when the search does).
+    #[arg(long, requires = "guided")]
+    pub guided_only: bool,
     /// With --guided: only this canary (repeat for more).
     #[arg(long = "canary", value_parser = named::<Flaw>(), requires = "guided")]
     pub canaries: Vec<Flaw>,

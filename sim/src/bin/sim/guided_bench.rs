@@ -9,7 +9,7 @@ use crate::output::{say, tell};
 pub fn run(args: &BenchArgs) -> Result<bool, String> {
     for (flag, value, range) in [
         ("--budget-runs", args.budget_runs, 1..=100_000_000),
-        ("--coverage-runs", args.coverage_runs, 1..=100_000_000),
+        ("--coverage-runs", args.coverage_runs, 0..=100_000_000),
         ("--jobs", args.jobs as u64, 1..=256),
     ] {
         if !range.contains(&value) {
@@ -33,6 +33,7 @@ pub fn run(args: &BenchArgs) -> Result<bool, String> {
         coverage_runs: args.coverage_runs,
         jobs: args.jobs,
         canaries: args.canaries.clone(),
+        swarm_streams: !args.guided_only,
     };
     let report = bench_guided(&config, |stage| {
         if !args.json {
@@ -64,20 +65,30 @@ pub fn run(args: &BenchArgs) -> Result<bool, String> {
         )
     };
     for (name, (clauses, swarm, guided)) in &report.canaries {
+        let ratio = swarm.as_ref().map_or("-".to_string(), |swarm| {
+            format!(
+                "{:.1}x",
+                swarm.median_runs as f64 / guided.median_runs.max(1) as f64
+            )
+        });
         say!(
-            "  {:<48} {:>26} {:>26} {:>6.1}x",
+            "  {:<48} {:>26} {:>26} {:>7}",
             format!("{name} ({})", clauses.join(",")),
-            cell(swarm),
+            swarm.as_ref().map_or("not measured".to_string(), cell),
             cell(guided),
-            swarm.median_runs as f64 / guided.median_runs.max(1) as f64
+            ratio
         );
         say!(
-            "      swarm runs {:?}; guided runs {:?}",
-            swarm.runs,
+            "      swarm runs {}; guided runs {:?}",
+            swarm
+                .as_ref()
+                .map_or("-".to_string(), |swarm| format!("{:?}", swarm.runs)),
             guided.runs
         );
     }
-    let (s, g) = (&report.swarm, &report.guided);
+    let Some((s, g)) = &report.coverage else {
+        return Ok(true);
+    };
     say!(
         "coverage at equal CPU time: swarm {} runs in {:.1} s, guided {} runs in {:.1} s",
         s.runs,

@@ -20,6 +20,7 @@ mod corpus;
 mod event_flags;
 mod files;
 mod guided_bench;
+mod hints;
 mod interrupt;
 mod merge;
 mod output;

@@ -85,6 +85,10 @@ pub fn run_merge(args: &MergeArgs) -> Result<u8, String> {
         if let (Some(triaged), Some(path)) = (&triaged, &args.baseline) {
             print_triage(triaged, path, baseline.as_ref().expect("loaded"));
         }
+        if args.hints {
+            let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+            crate::hints::print_hints(&merged, jobs)?;
+        }
     }
     if let Some(path) = &args.summary {
         write_checked(path, &merged.to_json(), args.force, |text| {

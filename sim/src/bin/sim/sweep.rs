@@ -8,11 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use retention_sim::RunSpec;
 use retention_sim::model::replicas_problem;
 use retention_sim::report::replay_command;
 use retention_sim::search::{
-    BenchConfig, ExploreConfig, ExploreSummary, FailedSeed, SHRINK_RUNS, Shrunk, bench,
+    BenchConfig, ExploreConfig, ExploreSummary, FailedSeed, SHRINK_RUNS, Shrunk, base_spec, bench,
     explore_until, guided_until, shrink,
 };
 use retention_sim::sweep::Summary;
@@ -60,10 +59,7 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
             .jobs
             .min(usize::try_from(args.seeds).unwrap_or(usize::MAX)),
         swarm: args.swarm || args.guided,
-        base: RunSpec {
-            replicas: args.replicas.unwrap_or(3),
-            ..RunSpec::default()
-        },
+        base: base_spec(args.replicas),
         replicas: args.replicas,
         flaw: args.flaw,
         shard: args.shard,
@@ -111,6 +107,9 @@ pub fn run_explore(args: &ExploreArgs) -> Result<bool, String> {
         print_summary(&summary, &[])?;
         if let Some(report) = &campaign {
             crate::corpus::print_campaign(report);
+        }
+        if args.hints {
+            crate::hints::print_hints(&summary, config.jobs)?;
         }
     }
     let mut refused = Vec::new();

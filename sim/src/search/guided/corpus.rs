@@ -28,7 +28,7 @@ pub(crate) struct Entry {
 /// rather than being outnumbered by the states.
 /// The last share goes to the plans holding a guidance figure's record,
 /// which the search keeps pushing.
-const CLASS_ODDS_PERMILLE: [u32; 5] = [300, 150, 200, 200, 150];
+const CLASS_ODDS_PERMILLE: [u32; 5] = [200, 100, 150, 400, 150];
 
 /// Probes, pairs of probes, states, sequences; the records are class 4.
 fn class_of(feature: Feature) -> usize {

@@ -20,7 +20,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use self::corpus::{Chooser, Corpus};
-use self::signature::{Feedback, feedback};
+use self::signature::Feedback;
+pub(crate) use self::signature::{Feature, describe, feedback};
 use super::explore::{ExploreConfig, ExploreSummary, Progress, on_threads, record};
 use super::swarm::swarm;
 use crate::checker::{Verdict, check, coverage};

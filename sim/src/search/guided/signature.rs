@@ -47,10 +47,31 @@ enum Noticed {
     StepWhileLeading,
 }
 
-/// Sequence features: noticing `first` and later `then` in one process's
-/// life (a crash starts a new life).
-fn sequence(first: usize, then: usize) -> Feature {
-    SEQUENCES + (first as u64) * 16 + then as u64
+/// How many kinds of [`Noticed`] there are.
+const NOTICED: usize = 12;
+const _: () = assert!(Noticed::StepWhileLeading as usize + 1 == NOTICED);
+
+/// What else the process had in flight when it noticed something: none,
+/// a delete, a renewal, or both. Overlapping calls are where the review's
+/// findings live, so "a corrupt reply during a delete" is a different
+/// observation from "a corrupt reply".
+const CONTEXTS: usize = 4;
+
+/// Sequence features, in three families. Pairs: noticing `first` (in its
+/// context) and later `then` (in its) in one process's life (a crash
+/// starts a new life). Triples: three kinds in that order, contexts left
+/// out to keep the family small. Repeats: the same kind noticed 2, 3 or
+/// 4+ times in one life (AFL's hit-count buckets).
+fn pair(first: usize, then: usize) -> Feature {
+    SEQUENCES + (first as u64) * 64 + then as u64
+}
+
+fn triple(a: usize, b: usize, c: usize) -> Feature {
+    SEQUENCES + (1 << 16) + (a as u64) * 256 + (b as u64) * 16 + c as u64
+}
+
+fn repeat(kind: usize, times: u8) -> Feature {
+    SEQUENCES + (1 << 20) + (kind as u64) * 16 + u64::from(times.min(4))
 }
 
 /// A run's feedback: its features with the instant each was first
@@ -132,18 +153,45 @@ struct ReplicaState {
     believes: bool,
     /// Its calls in flight, one bit per operation.
     in_flight: [u8; 4],
-    /// What it noticed in this life, one bit per [`Noticed`].
-    noticed: u16,
+    /// What it noticed in this life, one bit per kind and context.
+    noticed: u64,
+    /// For each kind noticed in this life, the kinds noticed after it.
+    followed_by: [u16; NOTICED],
+    /// How often each kind was noticed in this life.
+    times: [u8; NOTICED],
 }
 
 impl ReplicaState {
     /// Adds the sequences `what` ends, at `at_ms`, and remembers it.
     fn notice(&mut self, what: Noticed, at_ms: i64, features: &mut BTreeMap<Feature, i64>) {
-        let then = what as usize;
-        for first in 0..16 {
-            if self.noticed & (1 << first) != 0 {
-                features.entry(sequence(first, then)).or_insert(at_ms);
+        let kind = what as usize;
+        let context = usize::from(self.in_flight[op_index(OpKind::Delete)] > 0)
+            | usize::from(self.in_flight[op_index(OpKind::Renew)] > 0) << 1;
+        let then = kind * CONTEXTS + context;
+        let mut first_bits = self.noticed;
+        while first_bits != 0 {
+            let first = first_bits.trailing_zeros() as usize;
+            first_bits &= first_bits - 1;
+            features.entry(pair(first, then)).or_insert(at_ms);
+        }
+        for (a, &after_a) in self.followed_by.iter().enumerate() {
+            let mut bits = after_a;
+            while bits != 0 {
+                let b = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                features.entry(triple(a, b, kind)).or_insert(at_ms);
             }
+        }
+        for (a, after_a) in self.followed_by.iter_mut().enumerate() {
+            if self.times[a] > 0 {
+                *after_a |= 1 << kind;
+            }
+        }
+        self.times[kind] = self.times[kind].saturating_add(1);
+        if self.times[kind] >= 2 {
+            features
+                .entry(repeat(kind, self.times[kind]))
+                .or_insert(at_ms);
         }
         self.noticed |= 1 << then;
     }
@@ -380,4 +428,132 @@ pub(crate) fn is_sequence(feature: Feature) -> bool {
 /// Whether `feature` is an abstract state.
 pub(crate) fn is_state(feature: Feature) -> bool {
     feature >= STATES
+}
+
+/// What each [`Noticed`] kind is, in words.
+const NOTICED_WORDS: [&str; NOTICED] = [
+    "a corrupt reply",
+    "a null renewal",
+    "a fenced delete",
+    "a failed call",
+    "stop()",
+    "its clock stepped forward",
+    "its clock stepped back",
+    "a late grant",
+    "a pause",
+    "a cut",
+    "a capped term",
+    "its clock stepped forward while it led",
+];
+
+const CONTEXT_WORDS: [&str; CONTEXTS] = [
+    "",
+    " (a delete out)",
+    " (a renewal out)",
+    " (a delete and a renewal out)",
+];
+
+/// Each event code's name (see [`event_code`]).
+const EVENT_WORDS: [&str; 27] = [
+    "another event",
+    "acquire sent",
+    "renew sent",
+    "release sent",
+    "delete sent",
+    "acquire answered",
+    "renew answered",
+    "release answered",
+    "delete answered",
+    "lease granted",
+    "lease refused",
+    "lease revoked",
+    "lease released",
+    "rows deleted",
+    "delete fenced",
+    "a lock wait",
+    "a rollback",
+    "a statement aborted",
+    "a term ended",
+    "stop() called",
+    "stop() returned",
+    "a pause",
+    "a cut",
+    "a crash",
+    "a restart",
+    "a clock step",
+    "the standby stalled",
+];
+
+/// `feature` in words, for a person reading why a failure happened;
+/// `None` for a pair of probes (too many to be a useful hint).
+pub(crate) fn describe(feature: Feature) -> Option<String> {
+    if is_probe(feature) {
+        let (name, _) = PROBES.get(usize::try_from(feature).ok()?)?;
+        return Some(format!("probe {name}"));
+    }
+    if is_state(feature) {
+        let code = feature - STATES;
+        let event = EVENT_WORDS.get((code & 63) as usize).copied()?;
+        let believers = ["none", "one", "two or more"][((code >> 6) & 3).min(2) as usize];
+        let row = [
+            "no holder",
+            "an expired holder",
+            "held by a believer",
+            "held by a replica that does not believe it",
+        ][((code >> 8) & 3) as usize];
+        let ops: Vec<&str> = ["acquire", "renew", "release", "delete"]
+            .iter()
+            .enumerate()
+            .filter(|(bit, _)| (code >> 10) & (1 << bit) != 0)
+            .map(|(_, op)| *op)
+            .collect();
+        let in_flight = if ops.is_empty() {
+            "nothing".to_owned()
+        } else {
+            ops.join("+")
+        };
+        let orphan = if (code >> 14) & 1 == 1 {
+            "; a delete out from a replica that no longer leads"
+        } else {
+            ""
+        };
+        return Some(format!(
+            "state at {event}: replicas that believe they lead: {believers}; lease row: {row}; in flight: {in_flight}{orphan}"
+        ));
+    }
+    if !is_sequence(feature) {
+        return None;
+    }
+    let code = feature - SEQUENCES;
+    let kind = |k: u64| NOTICED_WORDS.get(k as usize).copied();
+    let noticed = |n: u64| {
+        Some(format!(
+            "{}{}",
+            kind(n / CONTEXTS as u64)?,
+            CONTEXT_WORDS[(n % CONTEXTS as u64) as usize]
+        ))
+    };
+    if code >= 1 << 20 {
+        let code = code - (1 << 20);
+        let times = if code % 16 >= 4 {
+            "4 or more times".to_owned()
+        } else {
+            format!("{} times", code % 16)
+        };
+        Some(format!("one life: {} {times}", kind(code / 16)?))
+    } else if code >= 1 << 16 {
+        let code = code - (1 << 16);
+        Some(format!(
+            "one life: {}, then {}, then {}",
+            kind(code / 256)?,
+            kind(code / 16 % 16)?,
+            kind(code % 16)?
+        ))
+    } else {
+        Some(format!(
+            "one life: {}, then {}",
+            noticed(code / 64)?,
+            noticed(code % 64)?
+        ))
+    }
 }
