@@ -65,6 +65,14 @@ pub struct RunSpec {
     /// Each replica's clock skew, r1 first; when empty, drawn from
     /// `faults.clock_skew_ms_max`.
     pub skews_ms: Vec<i64>,
+    /// Faults on chosen calls (`call_fault` events only) that `sim replay
+    /// --delay-reply` and `--drop-reply` added to a recorded run. They act
+    /// as the same events in `events` would, but start no task of the
+    /// fault injector: a task more would change the simulator's schedule
+    /// from the run's first instant, and the run must be the recorded one
+    /// up to the call they change. Default: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interventions: Vec<FaultEvent>,
     /// Run the flawed variant with this review finding instead of the real
     /// worker. Default: the real worker.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -95,6 +103,7 @@ impl Default for RunSpec {
             faults: FaultConfig::default(),
             events: Vec::new(),
             skews_ms: Vec::new(),
+            interventions: Vec::new(),
             flaw: None,
         }
     }

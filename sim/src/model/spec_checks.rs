@@ -2,6 +2,7 @@
 //! beyond what its types hold: ranges, counts, and events that name calls,
 //! replicas and instants the run has.
 
+use super::faults::FaultEvent;
 use super::limits::{MAX_ROWS, replicas_problem};
 use super::overlap::call_target;
 use super::ranges::check_ranges;
@@ -105,6 +106,36 @@ impl RunSpec {
             }
             if let Some(problem) = event.outcome().and_then(|outcome| outcome.refusal_for(op)) {
                 return fail(format!("events[{index}].outcome"), problem);
+            }
+        }
+        for (index, event) in self.interventions.iter().enumerate() {
+            let field = format!("interventions[{index}]");
+            let FaultEvent::CallFault {
+                replica, op, nth, ..
+            } = *event
+            else {
+                return fail(field, "only faults on chosen calls (call_fault)".into());
+            };
+            if !(1..=self.replicas).contains(&replica) {
+                let problem = format!("replica {replica} does not exist (1..={})", self.replicas);
+                return fail(format!("{field}.replica"), problem);
+            }
+            if nth == 0 {
+                return fail(format!("{field}.nth"), "counts calls from 1".into());
+            }
+            if let Some(problem) = event.outcome().and_then(|outcome| outcome.refusal_for(op)) {
+                return fail(format!("{field}.outcome"), problem);
+            }
+            let target = call_target(event);
+            if self
+                .events
+                .iter()
+                .chain(&self.interventions[..index])
+                .any(|other| call_target(other) == target)
+            {
+                let problem =
+                    format!("r{replica}'s {op} {nth} already has a fault; change that one instead");
+                return fail(field, problem);
             }
         }
         Ok(())

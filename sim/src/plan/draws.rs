@@ -90,6 +90,13 @@ impl RunDraws {
             .map(|_| -retention_ms + rng.gen_range(0..60_000))
             .collect();
         let skew_max = i64::try_from(spec.faults.clock_skew_ms_max).unwrap_or(i64::MAX);
+        // A replay's interventions aim at calls as the plan's own events do.
+        let on_calls: Vec<FaultEvent> = spec
+            .events
+            .iter()
+            .chain(&spec.interventions)
+            .cloned()
+            .collect();
         let replicas = (1..=spec.replicas)
             .map(|index| {
                 // Drawn even when the plan names the skew, so that naming
@@ -109,7 +116,7 @@ impl RunDraws {
                     spec.worker.renew_interval_ms,
                     ChaCha8Rng::seed_from_u64(rng.r#gen()),
                     index,
-                    &spec.events,
+                    &on_calls,
                 );
                 ReplicaPlan {
                     index,

@@ -1,7 +1,8 @@
 //! Looking for failures: the space of runs a search draws from (`space`),
 //! swarm plans drawn from a seed (fault events in `event_draws`), sweeps over many seeds, shrinking a
-//! failing plan (`shrink`), the conditions a sweep's failures share (`hints`), the
-//! property suite, and the benchmark. Uses every layer below it.
+//! failing plan (`shrink`), the conditions a sweep's failures share (`hints`), a
+//! replayed run with interventions (`what_if`), the property suite, and
+//! the benchmark. Uses every layer below it.
 
 mod bench;
 mod event_draws;
@@ -13,6 +14,7 @@ mod shard;
 mod shrink;
 mod space;
 mod swarm;
+mod what_if;
 
 pub use bench::{BenchConfig, BenchReport, Detection, FlawFigures, bench, standard};
 pub use explore::{
@@ -29,3 +31,4 @@ pub use shrink::{
     SHRINK_RUNS, Shrunk, plan_size, shrink, shrink_while, shrink_with, violated_clause,
 };
 pub use swarm::swarm;
+pub use what_if::{Intervention, WhatIf, what_if};

@@ -35,6 +35,7 @@ mod spin;
 mod streams;
 mod sweep;
 mod takeover;
+mod what_if;
 
 /// Without `--cfg madsim` (an exported RUSTFLAGS replaces the one in
 /// `.cargo/config.toml`) madsim silently becomes a thin wrapper over real

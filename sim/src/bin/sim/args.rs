@@ -71,6 +71,18 @@ pub enum Command {
         /// `-3`, ..., named in the output].
         #[arg(long, value_name = "DIR", requires = "real")]
         out: Option<std::path::PathBuf>,
+        /// What if: the reply of the timeline's call CALL arrives MS
+        /// later. With any what-if flag, the run is replayed as recorded and
+        /// with the changes, and the two compared (repeatable).
+        #[arg(long, value_name = "CALL:MS", conflicts_with_all = ["real", "save", "svg"])]
+        delay_reply: Vec<String>,
+        /// What if: the timeline's call CALL is applied and its reply lost.
+        #[arg(long, value_name = "CALL", conflicts_with_all = ["real", "save", "svg"])]
+        drop_reply: Vec<String>,
+        /// What if: one field of the token set to a JSON value
+        /// (`worker.lease_ttl_ms=3000`, `faults.reject_permille=0`).
+        #[arg(long, value_name = "PATH=VALUE", conflicts_with_all = ["real", "save", "svg"])]
+        set: Vec<String>,
     },
     /// Shrinks a failing replay token: drops events, turns faults off,
     /// moves settings to their defaults, removes replicas, shortens the run

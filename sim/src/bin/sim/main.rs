@@ -33,6 +33,7 @@ mod sweep;
 mod takeover;
 mod tally;
 mod triage;
+mod what_if;
 
 use std::process::ExitCode;
 
@@ -141,6 +142,17 @@ fn status() -> u8 {
             ..
         } => parse_token(&token)
             .and_then(|spec| real::replay_real(&spec, attempts, out.as_deref(), force)),
+        Command::Replay {
+            token,
+            delay_reply,
+            drop_reply,
+            set,
+            ..
+        } if !(delay_reply.is_empty() && drop_reply.is_empty() && set.is_empty()) => {
+            what_if::interventions(&delay_reply, &drop_reply, &set).and_then(|interventions| {
+                parse_token(&token).and_then(|spec| what_if::run(&spec, &interventions))
+            })
+        }
         Command::Replay {
             token,
             save,

@@ -1,0 +1,151 @@
+//! `sim replay --delay-reply/--drop-reply/--set`: the changed run is the
+//! recorded one, event for event, up to the reply it changes; the change
+//! lives in the token; bad interventions are refused by name.
+
+use retention_sim::model::{Actor, EventKind, FaultEvent, OpKind, RunSpec};
+use retention_sim::report::{parse_token, replay_token};
+use retention_sim::search::{Intervention, what_if};
+use retention_sim::{Sim, check};
+
+use crate::cli::sim;
+
+/// Review finding 2's scenario under its flaw (`scenarios/finding-2-stale-release.toml`).
+const STALE_RELEASE: &str = r#"{"seed":42,"replicas":2,"duration_ms":9000,"backlog_rows":600,"boundary_rows":0,"arrivals_per_sec":0,"db_batch_ms_min":300,"db_batch_ms_max":300,"worker":{"batch_size":60},"flaw":"stale-release"}"#;
+
+fn spec() -> RunSpec {
+    parse_token(STALE_RELEASE).expect("a valid token")
+}
+
+/// The sequence number of `call`'s return in `events`.
+fn return_of(spec: &RunSpec, call: u64) -> usize {
+    let history = Sim::new(spec).run().expect("valid");
+    history
+        .events
+        .iter()
+        .position(|e| matches!(e.kind, EventKind::Return { call: c, .. } if c == call))
+        .expect("the call returns")
+}
+
+#[test]
+fn a_delayed_reply_changes_the_run_only_from_that_reply_on() {
+    let spec = spec();
+    // Call 6 is r1's first renewal; its reply is event 20.
+    let reply = return_of(&spec, 6);
+    for intervention in [
+        Intervention::DelayReply {
+            call: 6,
+            delay_ms: 5_000,
+        },
+        Intervention::DropReply { call: 6 },
+    ] {
+        let compared = what_if(&spec, std::slice::from_ref(&intervention)).expect("applies");
+        assert_eq!(compared.shared_events, reply, "{intervention:?}");
+        assert_eq!(
+            compared.recorded.events[..reply],
+            compared.altered.events[..reply]
+        );
+        assert!(!compared.before.passed());
+        // The plan's own events are untouched: the change is an
+        // intervention, and it is in the token.
+        assert_eq!(compared.spec.events, spec.events);
+        assert_eq!(compared.spec.interventions.len(), 1);
+        let token = replay_token(&compared.spec);
+        assert!(token.contains("interventions"), "{token}");
+        let again = Sim::new(&parse_token(&token).expect("reads back"))
+            .run()
+            .expect("valid");
+        assert_eq!(again.events, compared.altered.events);
+        assert_eq!(check(&again).violations, compared.after.violations);
+    }
+    // A reply after the violation's release leaves the verdict as it was.
+    let late = what_if(
+        &spec,
+        &[Intervention::DelayReply {
+            call: 19,
+            delay_ms: 3_000,
+        }],
+    )
+    .expect("applies");
+    assert_eq!(late.shared_events, return_of(&spec, 19));
+    assert_eq!(late.before.violations, late.after.violations);
+}
+
+#[test]
+fn a_call_the_plan_already_faults_is_changed_in_place() {
+    let mut spec = spec();
+    for replica in 1..=2 {
+        spec.events.push(FaultEvent::CallFault {
+            replica,
+            op: OpKind::Renew,
+            nth: 1,
+            outcome: Default::default(),
+            request_delay_ms: 0,
+            reply_delay_ms: 100,
+        });
+    }
+    // The plan's events change the schedule: find the first renewal.
+    let history = Sim::new(&spec).run().expect("valid");
+    let (call, renewer) = history
+        .events
+        .iter()
+        .find_map(|e| match (&e.kind, e.actor) {
+            (EventKind::Invoke { call, invocation }, Actor::Replica(r))
+                if invocation.kind() == OpKind::Renew =>
+            {
+                Some((*call, r))
+            }
+            _ => None,
+        })
+        .expect("a replica renews");
+    let compared = what_if(
+        &spec,
+        &[Intervention::DelayReply {
+            call,
+            delay_ms: 400,
+        }],
+    )
+    .expect("applies");
+    assert!(compared.spec.interventions.is_empty());
+    let delays: Vec<(u32, u64)> = compared
+        .spec
+        .events
+        .iter()
+        .filter_map(|event| match *event {
+            FaultEvent::CallFault {
+                replica,
+                reply_delay_ms,
+                ..
+            } => Some((replica, reply_delay_ms)),
+            _ => None,
+        })
+        .collect();
+    let expected: Vec<(u32, u64)> = (1..=2)
+        .map(|r| (r, if r == renewer { 500 } else { 100 }))
+        .collect();
+    assert_eq!(delays, expected);
+}
+
+#[test]
+fn bad_interventions_are_refused_by_name() {
+    let refused = |flag: &str, text: &str| {
+        Intervention::parse(flag, text)
+            .and_then(|intervention| what_if(&spec(), &[intervention]).map(|_| ()))
+            .expect_err("refused")
+    };
+    assert!(refused("--delay-reply", "6").contains("CALL:MS"));
+    assert!(refused("--delay-reply", "six:5").contains("\"six\""));
+    assert!(refused("--drop-reply", "999").contains("no call 999"));
+    assert!(refused("--set", "worker.nope=1").contains("worker.nope"));
+    assert!(refused("--set", "worker.batch_size=0").contains("batch_size"));
+
+    let (code, out, err) = sim(&["replay", STALE_RELEASE, "--delay-reply", "6:5000"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(
+        out.contains("the two runs share their first 20 events"),
+        "{out}"
+    );
+    assert!(out.contains("the violation remains"), "{out}");
+    let (code, _, err) = sim(&["replay", STALE_RELEASE, "--drop-reply", "x"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--drop-reply"), "{err}");
+}
