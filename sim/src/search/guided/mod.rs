@@ -4,12 +4,14 @@
 //! corpus plans chosen by energy (`mutate`), or fresh swarm plans. The
 //! campaign is a function of its seed: batches are drawn before they run
 //! and observed in order, so `--jobs` changes the speed, never the runs.
+//! `words` says a feature in words, for the hints.
 
 mod bench;
 mod corpus;
 mod mutate;
 mod signature;
 mod store;
+mod words;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -21,7 +23,8 @@ use rand_chacha::ChaCha8Rng;
 
 use self::corpus::{Chooser, Corpus};
 use self::signature::Feedback;
-pub(crate) use self::signature::{Feature, describe, feedback};
+pub(crate) use self::signature::{Feature, feedback};
+pub(crate) use self::words::describe;
 use super::explore::{ExploreConfig, ExploreSummary, Progress, on_threads, record};
 use super::swarm::swarm;
 use crate::checker::{Verdict, check, coverage};

@@ -15,16 +15,16 @@ use crate::model::{
 pub(crate) type Feature = u64;
 
 /// Where the pair features start (one above the last probe's number).
-const PAIRS: u64 = 1 << 16;
+pub(super) const PAIRS: u64 = 1 << 16;
 /// Where the sequence features start.
-const SEQUENCES: u64 = 1 << 24;
+pub(super) const SEQUENCES: u64 = 1 << 24;
 /// Where the state features start.
-const STATES: u64 = 1 << 32;
+pub(super) const STATES: u64 = 1 << 32;
 
 /// What a worker can notice that is out of the ordinary, by number: the
 /// things a stateful bug carries from one moment to the next.
 #[derive(Clone, Copy)]
-enum Noticed {
+pub(super) enum Noticed {
     /// A grant that was not its own, or a renewal not newer than sent.
     CorruptReply = 0,
     NullRenewal,
@@ -48,29 +48,29 @@ enum Noticed {
 }
 
 /// How many kinds of [`Noticed`] there are.
-const NOTICED: usize = 12;
+pub(super) const NOTICED: usize = 12;
 const _: () = assert!(Noticed::StepWhileLeading as usize + 1 == NOTICED);
 
 /// What else the process had in flight when it noticed something: none,
 /// a delete, a renewal, or both. Overlapping calls are where the review's
 /// findings live, so "a corrupt reply during a delete" is a different
 /// observation from "a corrupt reply".
-const CONTEXTS: usize = 4;
+pub(super) const CONTEXTS: usize = 4;
 
 /// Sequence features, in three families. Pairs: noticing `first` (in its
 /// context) and later `then` (in its) in one process's life (a crash
 /// starts a new life). Triples: three kinds in that order, contexts left
 /// out to keep the family small. Repeats: the same kind noticed 2, 3 or
 /// 4+ times in one life (AFL's hit-count buckets).
-fn pair(first: usize, then: usize) -> Feature {
+pub(super) fn pair(first: usize, then: usize) -> Feature {
     SEQUENCES + (first as u64) * 64 + then as u64
 }
 
-fn triple(a: usize, b: usize, c: usize) -> Feature {
+pub(super) fn triple(a: usize, b: usize, c: usize) -> Feature {
     SEQUENCES + (1 << 16) + (a as u64) * 256 + (b as u64) * 16 + c as u64
 }
 
-fn repeat(kind: usize, times: u8) -> Feature {
+pub(super) fn repeat(kind: usize, times: u8) -> Feature {
     SEQUENCES + (1 << 20) + (kind as u64) * 16 + u64::from(times.min(4))
 }
 
@@ -428,132 +428,4 @@ pub(crate) fn is_sequence(feature: Feature) -> bool {
 /// Whether `feature` is an abstract state.
 pub(crate) fn is_state(feature: Feature) -> bool {
     feature >= STATES
-}
-
-/// What each [`Noticed`] kind is, in words.
-const NOTICED_WORDS: [&str; NOTICED] = [
-    "a corrupt reply",
-    "a null renewal",
-    "a fenced delete",
-    "a failed call",
-    "stop()",
-    "its clock stepped forward",
-    "its clock stepped back",
-    "a late grant",
-    "a pause",
-    "a cut",
-    "a capped term",
-    "its clock stepped forward while it led",
-];
-
-const CONTEXT_WORDS: [&str; CONTEXTS] = [
-    "",
-    " (a delete out)",
-    " (a renewal out)",
-    " (a delete and a renewal out)",
-];
-
-/// Each event code's name (see [`event_code`]).
-const EVENT_WORDS: [&str; 27] = [
-    "another event",
-    "acquire sent",
-    "renew sent",
-    "release sent",
-    "delete sent",
-    "acquire answered",
-    "renew answered",
-    "release answered",
-    "delete answered",
-    "lease granted",
-    "lease refused",
-    "lease revoked",
-    "lease released",
-    "rows deleted",
-    "delete fenced",
-    "a lock wait",
-    "a rollback",
-    "a statement aborted",
-    "a term ended",
-    "stop() called",
-    "stop() returned",
-    "a pause",
-    "a cut",
-    "a crash",
-    "a restart",
-    "a clock step",
-    "the standby stalled",
-];
-
-/// `feature` in words, for a person reading why a failure happened;
-/// `None` for a pair of probes (too many to be a useful hint).
-pub(crate) fn describe(feature: Feature) -> Option<String> {
-    if is_probe(feature) {
-        let (name, _) = PROBES.get(usize::try_from(feature).ok()?)?;
-        return Some(format!("probe {name}"));
-    }
-    if is_state(feature) {
-        let code = feature - STATES;
-        let event = EVENT_WORDS.get((code & 63) as usize).copied()?;
-        let believers = ["none", "one", "two or more"][((code >> 6) & 3).min(2) as usize];
-        let row = [
-            "no holder",
-            "an expired holder",
-            "held by a believer",
-            "held by a replica that does not believe it",
-        ][((code >> 8) & 3) as usize];
-        let ops: Vec<&str> = ["acquire", "renew", "release", "delete"]
-            .iter()
-            .enumerate()
-            .filter(|(bit, _)| (code >> 10) & (1 << bit) != 0)
-            .map(|(_, op)| *op)
-            .collect();
-        let in_flight = if ops.is_empty() {
-            "nothing".to_owned()
-        } else {
-            ops.join("+")
-        };
-        let orphan = if (code >> 14) & 1 == 1 {
-            "; a delete out from a replica that no longer leads"
-        } else {
-            ""
-        };
-        return Some(format!(
-            "state at {event}: replicas that believe they lead: {believers}; lease row: {row}; in flight: {in_flight}{orphan}"
-        ));
-    }
-    if !is_sequence(feature) {
-        return None;
-    }
-    let code = feature - SEQUENCES;
-    let kind = |k: u64| NOTICED_WORDS.get(k as usize).copied();
-    let noticed = |n: u64| {
-        Some(format!(
-            "{}{}",
-            kind(n / CONTEXTS as u64)?,
-            CONTEXT_WORDS[(n % CONTEXTS as u64) as usize]
-        ))
-    };
-    if code >= 1 << 20 {
-        let code = code - (1 << 20);
-        let times = if code % 16 >= 4 {
-            "4 or more times".to_owned()
-        } else {
-            format!("{} times", code % 16)
-        };
-        Some(format!("one life: {} {times}", kind(code / 16)?))
-    } else if code >= 1 << 16 {
-        let code = code - (1 << 16);
-        Some(format!(
-            "one life: {}, then {}, then {}",
-            kind(code / 256)?,
-            kind(code / 16 % 16)?,
-            kind(code % 16)?
-        ))
-    } else {
-        Some(format!(
-            "one life: {}, then {}",
-            noticed(code / 64)?,
-            noticed(code % 64)?
-        ))
-    }
 }
