@@ -60,33 +60,26 @@ pub fn hints(
     top: usize,
     jobs: usize,
 ) -> Vec<ClauseHints> {
-    let mut by_clause: BTreeMap<&str, Vec<&RunSpec>> = BTreeMap::new();
-    for (spec, clauses) in failing {
+    // Each clause's failing runs, by their place in `failing`; a run that
+    // broke several clauses is replayed once.
+    let mut by_clause: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (index, (_, clauses)) in failing.iter().enumerate() {
         for clause in clauses {
             let runs = by_clause.entry(clause).or_default();
             if runs.len() < FAILING_MAX {
-                runs.push(spec);
+                runs.push(index);
             }
         }
     }
-    let failing_specs: Vec<&RunSpec> = {
-        let mut seen = BTreeSet::new();
-        by_clause
-            .values()
-            .flatten()
-            .copied()
-            .filter(|spec| seen.insert(serde_json::to_string(spec).expect("a spec is JSON")))
-            .collect()
-    };
-    let control: Vec<&RunSpec> = passing.iter().take(PASSING_MAX).collect();
-    let reached_failing = reach(&failing_specs, jobs);
-    let reached_passing = reach(&control, jobs);
-    let key = |spec: &RunSpec| serde_json::to_string(spec).expect("a spec is JSON");
-    let features_of: BTreeMap<String, &BTreeSet<Feature>> = failing_specs
+    let replayed: BTreeSet<usize> = by_clause.values().flatten().copied().collect();
+    let failing_specs: Vec<&RunSpec> = replayed.iter().map(|&index| &failing[index].0).collect();
+    let features_of: BTreeMap<usize, BTreeSet<Feature>> = replayed
         .iter()
-        .zip(&reached_failing)
-        .map(|(spec, features)| (key(spec), features))
+        .copied()
+        .zip(reach(&failing_specs, jobs))
         .collect();
+    let control: Vec<&RunSpec> = passing.iter().take(PASSING_MAX).collect();
+    let reached_passing = reach(&control, jobs);
     let mut passing_hits: BTreeMap<Feature, u64> = BTreeMap::new();
     for features in &reached_passing {
         for &feature in features {
@@ -100,8 +93,8 @@ pub fn hints(
         .into_iter()
         .map(|(clause, runs)| {
             let mut failing_hits: BTreeMap<Feature, u64> = BTreeMap::new();
-            for spec in &runs {
-                for &feature in features_of[&key(spec)] {
+            for index in &runs {
+                for &feature in &features_of[index] {
                     *failing_hits.entry(feature).or_default() += 1;
                 }
             }
