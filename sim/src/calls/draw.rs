@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::model::{CallOutcome, FaultConfig, FaultEvent, OpKind};
@@ -44,6 +44,9 @@ pub struct FaultDraws {
     renew_interval_ms: u64,
     rng: Mutex<ChaCha8Rng>,
     chosen: BTreeMap<(OpKind, u32), ChosenFault>,
+    /// Once a branch has stirred the generator: the knobs from then on
+    /// (`None`: the plan's), the plan's chosen calls dropped.
+    after_branch: std::sync::OnceLock<Option<FaultConfig>>,
 }
 
 impl FaultDraws {
@@ -83,12 +86,27 @@ impl FaultDraws {
             renew_interval_ms,
             rng: Mutex::new(rng),
             chosen,
+            after_branch: std::sync::OnceLock::new(),
         }
+    }
+
+    /// A branch of the run (`sim explain`), once: reseeds the generator
+    /// from its own next draw and `salt`, so later calls draw a fresh
+    /// future, with `knobs` (the plan's when `None`) and none of the plan's
+    /// chosen calls.
+    pub fn stir(&self, salt: u64, knobs: Option<FaultConfig>) {
+        if self.after_branch.set(knobs).is_err() {
+            return;
+        }
+        let mut rng = self.rng.lock().expect("fault rng");
+        let next: u64 = rng.r#gen();
+        *rng = ChaCha8Rng::seed_from_u64(next ^ salt);
     }
 
     /// The faults of the `nth` call of `op`.
     pub fn draw(&self, op: OpKind, nth: u32) -> CallFaults {
-        let f = &self.faults;
+        let branched = self.after_branch.get();
+        let f = branched.and_then(Option::as_ref).unwrap_or(&self.faults);
         let mut rng = self.rng.lock().expect("fault rng");
         // Every call draws the same numbers whichever knobs are on, so that
         // turning one fault off (as shrinking does) leaves the others' draws
@@ -116,7 +134,7 @@ impl FaultDraws {
             revoke,
             corrupt: false,
         };
-        if let Some(chosen) = self.chosen.get(&(op, nth)) {
+        if let Some(chosen) = self.chosen.get(&(op, nth)).filter(|_| branched.is_none()) {
             faults.request_delay_ms += chosen.request_delay_ms;
             faults.reply_delay_ms += chosen.reply_delay_ms;
             faults.reject |= chosen.outcome == CallOutcome::Reject;

@@ -14,6 +14,8 @@
 //! - `timing.rs`: the server-side bounds and commit durability, in time order.
 //! - `row_lock.rs`: who holds the lease row and who waits for it.
 //! - `records.rs`: [`Records`], the table and its row locks.
+//! - `view.rs`: [`DbView`], the database as a reader queries it at an
+//!   instant (`sim replay --at`).
 //!
 //! Each statement names the adapter SQL it stands for
 //! (`worker/src/pg/lease.rs`, `worker/src/pg/records.rs`) and says which
@@ -28,6 +30,7 @@ mod row_lock;
 mod statement;
 mod timing;
 mod txn;
+mod view;
 
 pub use database::{Bounds, Database};
 pub use records::Records;
@@ -35,6 +38,7 @@ pub use statement::{
     Answer, Applied, Effect, Holder, LeaseAnswer, LeaseStatement, Refusal, Request, SessionId,
     StatementId, Timed, TxnId,
 };
+pub use view::{CallRef, DbView, LeaseRowView, StatementView, TxnView};
 
 fn emit(out: &mut Vec<Timed>, at_ms: i64, effect: Effect) {
     out.push(Timed { at_ms, effect });

@@ -92,6 +92,16 @@ impl Records {
         self.rows.is_empty()
     }
 
+    /// Rows locked by an open transaction.
+    pub fn count_locked(&self) -> usize {
+        self.rows.iter().filter(|row| row.holder.is_some()).count()
+    }
+
+    /// The oldest row's creation stamp.
+    pub fn oldest_ms(&self) -> Option<i64> {
+        self.rows.front().map(|row| row.created_at_ms)
+    }
+
     /// Rows created strictly before `older_than_ms`.
     pub fn count_older_than(&self, older_than_ms: i64) -> usize {
         self.rows

@@ -73,6 +73,12 @@ pub struct RunSpec {
     /// up to the call they change. Default: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub interventions: Vec<FaultEvent>,
+    /// A branch of the run (`sim explain`): the recorded run up to its
+    /// first event at or after `branch.at_ms`, and from there a fresh
+    /// future, its randomness stirred by `branch.salt`. Simulator only.
+    /// Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<Branch>,
     /// Run the flawed variant with this review finding instead of the real
     /// worker. Default: the real worker.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -104,9 +110,32 @@ impl Default for RunSpec {
             events: Vec::new(),
             skews_ms: Vec::new(),
             interventions: Vec::new(),
+            branch: None,
             flaw: None,
         }
     }
+}
+
+/// Where a branch of a run parts from the run, and what its future is:
+/// from the first event at or after `at_ms`, the simulator's scheduler and
+/// network draws, the database's work and commit times, each replica's
+/// fault draws and packet losses come from `salt`-stirred streams; the
+/// plan's timed faults from `at_ms` on and its faults on calls made from
+/// there on are dropped; and calls draw their faults with `faults`' knobs
+/// (the plan's when `None`). The plan's events stay listed (each is a task
+/// of the simulator, and one task fewer would change the run from its
+/// start); the dropped ones do nothing. The worker's own term jitter is
+/// not stirred (it is the worker's).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Branch {
+    /// The instant, on the run's time.
+    pub at_ms: u64,
+    /// Which of the futures.
+    pub salt: u64,
+    /// The call faults' knobs after the branch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<FaultConfig>,
 }
 
 /// The worker settings a run may change; the rest keep

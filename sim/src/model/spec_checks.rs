@@ -108,6 +108,17 @@ impl RunSpec {
                 return fail(format!("events[{index}].outcome"), problem);
             }
         }
+        // The run goes on past its schedule while the stops settle.
+        let end_ms = self.duration_ms.saturating_add(self.stop_bound_ms());
+        if let Some(branch) = &self.branch
+            && branch.at_ms > end_ms
+        {
+            let problem = format!(
+                "{} is past the run's end ({end_ms} ms, its stops settled)",
+                branch.at_ms
+            );
+            return fail("branch.at_ms".into(), problem);
+        }
         for (index, event) in self.interventions.iter().enumerate() {
             let field = format!("interventions[{index}]");
             let FaultEvent::CallFault {

@@ -28,6 +28,12 @@ pub fn not_applied(spec: &RunSpec) -> Vec<String> {
         };
         skipped.push(format!("events[{index}] ({}): {why}", event.kind_name()));
     }
+    if spec.branch.is_some() {
+        skipped.push(
+            "branch: a branch stirs the simulator's randomness; real time has none to stir"
+                .to_owned(),
+        );
+    }
     if spec.db_commit_ms_max > 0 {
         skipped.push(
             "db_commit_ms: the throwaway server commits without waiting for a flush \

@@ -19,6 +19,6 @@ pub use input::{
 };
 pub use scenario::{Expect, Scenario, ScenarioError, scenario_files};
 pub use scenario_report::{describe_run, scenario_report, term_footers};
-pub use svg::{MAX_PICTURE_EVENTS, swimlanes};
+pub use svg::{ChanceBand, MAX_PICTURE_EVENTS, Overlay, swimlanes, swimlanes_with};
 pub use takeover::{Story, Takeover, TakeoverTally, bound_ms, spread, story_plan, takeover};
 pub use timeline::TIMELINE_COLUMNS;

@@ -6,9 +6,12 @@
 
 mod bench;
 mod event_draws;
+mod explain;
 mod explore;
 mod guided;
 mod hints;
+mod instant;
+mod instant_text;
 pub mod properties;
 mod shard;
 mod shrink;
@@ -17,6 +20,7 @@ mod swarm;
 mod what_if;
 
 pub use bench::{BenchConfig, BenchReport, Detection, FlawFigures, bench, standard};
+pub use explain::{CurvePoint, ExplainConfig, Explanation, SEALED_CHANCE, branch_of, explain};
 pub use explore::{
     ExploreConfig, ExploreSummary, FailedSeed, Progress, base_spec, explore, explore_until,
     peak_rss_mb, spec_for,
@@ -26,9 +30,10 @@ pub use guided::{
     guided_until, parse_corpus, thread_cpu_secs,
 };
 pub use hints::{ClauseHints, FAILING_MAX, Hint, PASSING_MAX, hints};
+pub use instant::{GivenLease, InFlight, ReplicaAt, WorldAt, world_at};
 pub use shard::Shard;
 pub use shrink::{
     SHRINK_RUNS, Shrunk, plan_size, shrink, shrink_while, shrink_with, violated_clause,
 };
 pub use swarm::swarm;
-pub use what_if::{Intervention, WhatIf, what_if};
+pub use what_if::{Intervention, WhatIf, violation_site, what_if};

@@ -103,6 +103,41 @@ pub struct WhatIf {
     pub altered: History,
 }
 
+/// Where a violation lives: its clause, and the actor and term of the
+/// first event that shows it (a replica's term, or the service's).
+pub fn violation_site(
+    history: &History,
+    violation: &crate::checker::Violation,
+) -> (String, String) {
+    let place = violation
+        .events
+        .first()
+        .and_then(|&seq| history.events.get(seq));
+    let site = place.map_or("the run".to_owned(), |event| match event.actor {
+        crate::model::Actor::Replica(r) => format!("r{r} term {}", event.term),
+        other => format!("{other:?} (term {})", event.term).to_lowercase(),
+    });
+    (violation.clause.to_owned(), site)
+}
+
+impl WhatIf {
+    /// What became of the recorded run's first violation: `Some(true)`
+    /// when the changed run violates the same clause at the same site
+    /// (replica and term), `Some(false)` when it does not (it may violate
+    /// the clause elsewhere), `None` when the recorded run kept every
+    /// clause.
+    pub fn first_violation_remains(&self) -> Option<bool> {
+        let first = self.before.violations.first()?;
+        let site = violation_site(&self.recorded, first);
+        Some(
+            self.after
+                .violations
+                .iter()
+                .any(|v| violation_site(&self.altered, v) == site),
+        )
+    }
+}
+
 /// Runs `spec` as recorded and with `interventions`, in order.
 pub fn what_if(spec: &RunSpec, interventions: &[Intervention]) -> Result<WhatIf, String> {
     let recorded = run(spec)?;

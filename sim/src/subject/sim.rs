@@ -49,13 +49,19 @@ impl<'a> Sim<'a> {
     /// reports LIVE-3; a worker that panics ends it the same way at its
     /// `Panicked` event (LIVE-4).
     pub fn run(self) -> Result<History, SpecError> {
+        self.run_in(&RunSlot::default())
+    }
+
+    /// Like [`Sim::run`], leaving the run's world in `slot`: a slot made
+    /// by [`RunSlot::capturing`] then holds the database as it stood at
+    /// its moment (`sim replay --at`).
+    pub fn run_in(self, slot: &RunSlot) -> Result<History, SpecError> {
         self.spec.validate()?;
         let runtime = world::runtime(self.spec);
         let (spec, factory) = (self.spec.clone(), self.worker_factory());
-        let slot = RunSlot::default();
         let recorded = self.recorded;
         let run = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            runtime.block_on(world::simulate(spec, factory, recorded, &slot))
+            runtime.block_on(world::simulate(spec, factory, recorded, slot))
         }));
         match run {
             Ok(history) => Ok(history),

@@ -14,14 +14,14 @@ use rand_chacha::ChaCha8Rng;
 use super::clock::SimClock;
 use super::db_node::{DbNode, DbTiming};
 use super::kernel::Kernel;
-use super::recorder::Recorder;
+use super::recorder::{Moment, Recorder};
 use super::replica_process::{ReplicaCtx, replica_process};
 use super::seam::WorkerFactory;
 use super::services::database;
 use super::sim_target::{Replica, SimTarget, settle_stops};
 use super::spin::{Liveness, SpinMeter};
 use crate::calls::CallLedger;
-use crate::db::{Bounds, Records};
+use crate::db::{Bounds, DbView, Records};
 use crate::model::{Actor, EventKind, Header, History, RunSpec};
 use crate::plan::{JitterSeed, ReplicaPlan, RunDraws, in_turns, strike_in_turn};
 
@@ -56,7 +56,11 @@ const STUCK_AFTER_MS: u64 = 600_000;
 /// whose worker panicked, LIVE-4) still yields the history it recorded and
 /// frees its world.
 #[derive(Clone, Default)]
-pub struct RunSlot(Arc<Mutex<Option<Started>>>);
+pub struct RunSlot {
+    started: Arc<Mutex<Option<Started>>>,
+    /// Read the database at this moment (`sim replay --at`).
+    capture_at: Option<Moment>,
+}
 
 /// What a run has once its world is built.
 struct Started {
@@ -96,10 +100,28 @@ impl std::fmt::Debug for RunSlot {
 }
 
 impl RunSlot {
+    /// A slot whose run reads the database as it stands at `moment`.
+    pub fn capturing(moment: Moment) -> Self {
+        Self {
+            capture_at: Some(moment),
+            ..Self::default()
+        }
+    }
+
+    /// The database as it stood at the captured moment, once the run has
+    /// read it.
+    pub fn capture(&self) -> Option<DbView> {
+        let slot = self
+            .started
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        slot.as_ref()?.recorder.take_capture()
+    }
+
     /// The history recorded so far, if the run got as far as its header.
     pub fn history(&self) -> Option<History> {
         let slot = self
-            .0
+            .started
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         slot.as_ref().map(|started| History {
@@ -114,7 +136,7 @@ impl RunSlot {
     /// stopped), so a replica that spun cannot spin again here.
     pub async fn free(&self) {
         let world = self
-            .0
+            .started
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .as_ref()
@@ -136,7 +158,11 @@ pub async fn simulate(
 ) -> History {
     let handle = Handle::current();
     let clock = SimClock::new(0);
-    let recorder = Arc::new(Recorder::new(clock.clone(), record));
+    let recorder = Arc::new(
+        Recorder::new(clock.clone(), record)
+            .capturing(slot.capture_at)
+            .branching(spec.branch.clone()),
+    );
     let plan = RunDraws::draw(&spec);
     let retention_ms = i64::try_from(spec.worker.retention_ms).expect("validated");
 
@@ -232,7 +258,7 @@ pub async fn simulate(
             .collect(),
         contexts: replicas.iter().map(|r| r.ctx.clone()).collect(),
     };
-    *slot.0.lock().expect("run slot") = Some(Started {
+    *slot.started.lock().expect("run slot") = Some(Started {
         header: header.clone(),
         recorder: recorder.clone(),
         world: world.clone(),
@@ -280,6 +306,8 @@ pub async fn simulate(
             rows_early_by_true_time,
         },
     );
+    // A capture after the last events is taken by this last look.
+    db.read(|_| ());
 
     world.free().await;
     History {

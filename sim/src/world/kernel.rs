@@ -15,7 +15,7 @@ use madsim::time::Instant;
 use madsim::net::Endpoint;
 use madsim::net::rpc::Request;
 use madsim::runtime::NodeHandle;
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use retention_worker::CallError;
 use test_support::{SEGMENT_FIRST_RTO_MS, SYN_FIRST_RTO_MS, held_until_heal_ms};
@@ -41,6 +41,8 @@ pub(crate) struct Kernel {
     /// How long the adapter waits for a cancel request's connection before
     /// it gives the cancel up (its call timeout).
     cancel_bound_ms: u64,
+    /// A branch has stirred the loss draws.
+    stirred: AtomicBool,
 }
 
 /// One connection: pooled by its replica's port and used by one call at a
@@ -74,6 +76,7 @@ impl Kernel {
             socket: Arc::new(OnceCell::new()),
             cut: Mutex::new(None),
             cancel_bound_ms,
+            stirred: AtomicBool::new(false),
         }
     }
 
@@ -105,6 +108,13 @@ impl Kernel {
             return 0;
         }
         let mut rng = self.rng.lock().expect("net rng");
+        if let Some(salt) = self.db.branch_salt()
+            && !self.stirred.swap(true, Ordering::Relaxed)
+        {
+            // A branch of the run (`sim explain`): a fresh future of losses.
+            let next: u64 = rng.r#gen();
+            *rng = ChaCha8Rng::seed_from_u64(next ^ salt);
+        }
         let (mut delay_ms, mut rto_ms) = (0, first_rto_ms);
         while rng.gen_range(0..1_000) < self.loss_permille && rto_ms <= 64 * first_rto_ms {
             delay_ms += rto_ms;

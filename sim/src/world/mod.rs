@@ -24,5 +24,6 @@ pub use build::{RunSlot, runtime, simulate};
 pub use clock::SimClock;
 pub use panics::{SpinDetected, WorkerPanicked};
 pub use port::SimPort;
+pub use recorder::Moment;
 pub use seam::{SimDeps, WorkerFactory};
 pub use spin::{SPIN_STEPS_MAX, SPIN_WINDOW_MS};

@@ -148,6 +148,10 @@ impl CallingReplica for ReplicaCtx {
     }
 
     fn draws(&self) -> &FaultDraws {
+        if let Some(salt) = self.recorder.branch_salt() {
+            let knobs = self.recorder.branch().and_then(|b| b.faults.clone());
+            self.draws.stir(salt, knobs);
+        }
         &self.draws
     }
 
@@ -164,6 +168,10 @@ impl CallingReplica for ReplicaCtx {
     }
 
     fn call_issued(self: Arc<Self>, op: OpKind, nth: u32) {
+        // A branch drops the plan's stops on calls made after it.
+        if self.recorder.branch_salt().is_some() {
+            return;
+        }
         self.fire_stop_triggers(op, nth);
     }
 }

@@ -673,6 +673,23 @@ fn live_2_a_stop_that_never_resolves_or_takes_too_long() {
     assert!(slow.flagged().contains(&"LIVE-2"), "{:?}", slow.flagged());
 }
 
+/// LIVE-2's bound is inclusive: a stop that takes exactly the bound keeps
+/// the clause, one millisecond more breaks it.
+#[test]
+fn live_2_a_stop_that_takes_exactly_the_bound_is_in_time() {
+    let with_bound = |slack_ms: i64| {
+        let mut s = Script::correct()
+            .insert(0, Actor::Replica(1), EventKind::StopCalled { caller: 1 })
+            .insert(17, Actor::Replica(1), EventKind::StopResolved { caller: 1 });
+        let took_ms = s.events[17].at_ms - s.events[0].at_ms;
+        assert!(took_ms > 1, "the stop takes some time: {took_ms} ms");
+        s.header.stop_bound_ms = u64::try_from(took_ms + slack_ms).unwrap();
+        s.flagged().contains(&"LIVE-2")
+    };
+    assert!(!with_bound(0), "a stop of exactly the bound");
+    assert!(with_bound(-1), "a stop of the bound and 1 ms");
+}
+
 #[test]
 fn rpt_1_a_report_that_does_not_match_the_replies() {
     let last_term_end = 16;

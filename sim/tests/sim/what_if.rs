@@ -4,7 +4,7 @@
 
 use retention_sim::model::{Actor, EventKind, FaultEvent, OpKind, RunSpec};
 use retention_sim::report::{parse_token, replay_token};
-use retention_sim::search::{Intervention, what_if};
+use retention_sim::search::{ExplainConfig, Intervention, explain, what_if};
 use retention_sim::{Sim, check};
 
 use crate::cli::sim;
@@ -144,8 +144,52 @@ fn bad_interventions_are_refused_by_name() {
         out.contains("the two runs share their first 20 events"),
         "{out}"
     );
-    assert!(out.contains("the violation remains"), "{out}");
+    assert!(
+        out.contains("the violation (REL-1, r1 term 1) is gone"),
+        "{out}"
+    );
+    assert!(
+        out.contains("REL-1 still fails elsewhere: r2 term 2"),
+        "{out}"
+    );
     let (code, _, err) = sim(&["replay", STALE_RELEASE, "--drop-reply", "x"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--drop-reply"), "{err}");
+}
+
+/// The call an event is about, if any.
+fn call_of(kind: &EventKind) -> Option<u64> {
+    match kind {
+        EventKind::Invoke { call, .. }
+        | EventKind::Return { call, .. }
+        | EventKind::Granted { call, .. }
+        | EventKind::LockWait { call, .. } => Some(*call),
+        _ => None,
+    }
+}
+
+/// Issue 41's test of an explanation: the reply the jump names is one the
+/// failure needs (delayed past the call timeout, the violation at its
+/// replica and term is gone), and an unrelated one is not.
+#[test]
+fn delaying_the_reply_the_explanation_names_removes_the_violation() {
+    let spec = spec();
+    let history = Sim::new(&spec).run().expect("valid");
+    let explained = explain(&spec, &ExplainConfig::default())
+        .expect("explains")
+        .expect("fails");
+    let named = (explained.jump_events.iter())
+        .find_map(|&seq| call_of(&history.events[seq].kind))
+        .expect("the jump names a call");
+    assert_eq!(named, 6, "r1's first renewal: {explained:?}");
+    let delayed = |call: u64| {
+        let intervention = Intervention::DelayReply {
+            call,
+            delay_ms: 5_000,
+        };
+        what_if(&spec, &[intervention]).expect("valid")
+    };
+    assert_eq!(delayed(named).first_violation_remains(), Some(false));
+    // The first delete's reply: the term goes on as before.
+    assert_eq!(delayed(3).first_violation_remains(), Some(true));
 }

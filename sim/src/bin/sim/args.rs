@@ -52,7 +52,8 @@ pub enum Command {
         /// Also save the run as a scenario file (its name is the file name).
         #[arg(long, value_name = "scenarios/NAME.toml")]
         save: Option<std::path::PathBuf>,
-        /// Also draw the run as an SVG swimlane picture in this file.
+        /// Also draw the run as an SVG swimlane picture in this file (with
+        /// `--at`, the instant marked across the lanes).
         #[arg(long, value_name = "FILE.svg")]
         svg: Option<std::path::PathBuf>,
         /// Replace the `--save` or `--svg` file if it exists (with `--real`,
@@ -83,6 +84,19 @@ pub enum Command {
         /// (`worker.lease_ttl_ms=3000`, `faults.reject_permille=0`).
         #[arg(long, value_name = "PATH=VALUE", conflicts_with_all = ["real", "save", "svg"])]
         set: Vec<String>,
+        /// The world at this instant instead of the timeline: the database
+        /// as it stood (lease row, its lock and queue, open transactions
+        /// and statements, records by age), read inside the run, and each
+        /// replica as the history shows it (term, process, clock, lease
+        /// and token, calls in flight).
+        #[arg(long, value_name = "MS", conflicts_with_all = ["real", "save", "at_seq", "delay_reply", "drop_reply", "set"])]
+        at: Option<i64>,
+        /// Like `--at`, just after the timeline's event N (its `seq`).
+        #[arg(long, value_name = "N", conflicts_with_all = ["real", "save", "delay_reply", "drop_reply", "set"])]
+        at_seq: Option<usize>,
+        /// With `--at` or `--at-seq`: the world as one JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// Shrinks a failing replay token: drops events, turns faults off,
     /// moves settings to their defaults, removes replicas, shortens the run
@@ -95,6 +109,11 @@ pub enum Command {
         #[arg(long, default_value_t = retention_sim::search::SHRINK_RUNS)]
         budget: usize,
     },
+    /// Explains a failing run: branches it at instants over its length,
+    /// each branch keeping the run up to there and drawing a fresh future,
+    /// and shows where the chance of the same violation rises most (where
+    /// the failure became inevitable), the events and the world there.
+    Explain(ExplainArgs),
     /// Measures the harness: speed, overhead, seeds to find each flaw, memory.
     Bench(BenchArgs),
     /// Measures takeover time (from a fault on the lease holder until
@@ -196,6 +215,43 @@ pub struct RunArgs {
     /// Run the flawed variant with this review finding.
     #[arg(long, value_parser = named::<Flaw>())]
     pub flaw: Option<Flaw>,
+}
+
+/// What `sim explain` explains, and how thoroughly.
+#[derive(Args)]
+pub struct ExplainArgs {
+    /// A replay token, or a scenario file (`scenarios/NAME.toml`).
+    pub input: String,
+    /// Instants on the first, even grid over the run.
+    #[arg(long, default_value_t = 24)]
+    pub points: usize,
+    /// Fresh futures drawn at each instant.
+    #[arg(long, default_value_t = 100)]
+    pub branches: usize,
+    /// Instants tried inside the steepest interval, each of up to four
+    /// refinements (0: no refinement).
+    #[arg(long, default_value_t = 8)]
+    pub refine_points: usize,
+    /// Threads.
+    #[arg(long, default_value_t = 2)]
+    pub jobs: usize,
+    /// Seeds the branches, so an explanation repeats.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The explanation as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Run the flawed variant with this review finding (a scenario file
+    /// runs the real worker otherwise).
+    #[arg(long, value_parser = named::<Flaw>())]
+    pub flaw: Option<Flaw>,
+    /// Also draw the run with the chance curve as a band under its lanes,
+    /// the jump outlined, in this file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub svg: Option<std::path::PathBuf>,
+    /// Replace the `--svg` file if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Args)]

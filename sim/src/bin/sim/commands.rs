@@ -5,7 +5,7 @@
 use retention_sim::checker::Verdict;
 use retention_sim::model::{Flaw, History, RunSpec};
 use retention_sim::report::{Expect, Scenario, replay_command, scenario_report};
-use retention_sim::report::{MAX_PICTURE_EVENTS, swimlanes};
+use retention_sim::report::{MAX_PICTURE_EVENTS, Overlay, swimlanes_with};
 use retention_sim::search::{SHRINK_RUNS, Shrunk, shrink, violated_clause};
 use retention_sim::{Sim, check, format_failure};
 use std::path::Path;
@@ -29,6 +29,15 @@ pub struct Outputs<'a> {
 
 /// The swimlane picture of `history`, if it is small enough to draw.
 pub fn picture(history: &History, verdict: &Verdict) -> Result<String, String> {
+    picture_with(history, verdict, &Overlay::default())
+}
+
+/// [`picture`] with `overlay`'s marks.
+pub fn picture_with(
+    history: &History,
+    verdict: &Verdict,
+    overlay: &Overlay,
+) -> Result<String, String> {
     if history.events.len() > MAX_PICTURE_EVENTS {
         return Err(format!(
             "the run recorded {} events; a picture is drawn for at most \
@@ -36,7 +45,7 @@ pub fn picture(history: &History, verdict: &Verdict) -> Result<String, String> {
             history.events.len()
         ));
     }
-    Ok(swimlanes(history, verdict))
+    Ok(swimlanes_with(history, verdict, overlay))
 }
 
 /// Writes the picture of `history` to `path`, checked to parse as XML

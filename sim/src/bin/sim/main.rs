@@ -18,9 +18,11 @@ mod check;
 mod commands;
 mod corpus;
 mod event_flags;
+mod explain;
 mod files;
 mod guided_bench;
 mod hints;
+mod instant;
 mod interrupt;
 mod merge;
 mod output;
@@ -110,6 +112,8 @@ fn status() -> u8 {
         Command::Explore(args) => args.json,
         Command::Merge(args) => args.json,
         Command::Bench(args) => args.json,
+        Command::Replay { json, .. } => *json,
+        Command::Explain(args) => args.json,
         _ => false,
     };
     output::set_colour(match cli.color {
@@ -144,6 +148,19 @@ fn status() -> u8 {
             .and_then(|spec| real::replay_real(&spec, attempts, out.as_deref(), force)),
         Command::Replay {
             token,
+            at,
+            at_seq,
+            json,
+            svg,
+            force,
+            ..
+        } if at.is_some() || at_seq.is_some() => {
+            preflight(&[], &[("--svg", svg.as_deref())], force)
+                .and_then(|()| parse_token(&token))
+                .and_then(|spec| instant::run(&spec, (at, at_seq), json, (svg.as_deref(), force)))
+        }
+        Command::Replay {
+            token,
             delay_reply,
             drop_reply,
             set,
@@ -152,6 +169,9 @@ fn status() -> u8 {
             what_if::interventions(&delay_reply, &drop_reply, &set).and_then(|interventions| {
                 parse_token(&token).and_then(|spec| what_if::run(&spec, &interventions))
             })
+        }
+        Command::Replay { json: true, .. } => {
+            Err("--json: only with --at or --at-seq (the timeline is text)".to_owned())
         }
         Command::Replay {
             token,
@@ -176,6 +196,7 @@ fn status() -> u8 {
             };
             run_one(&spec, &outputs)
         }),
+        Command::Explain(args) => explain::run(&args),
         Command::Shrink { token, budget } => {
             parse_token(&token).and_then(|spec| shrink_token(&spec, budget))
         }

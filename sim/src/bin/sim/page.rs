@@ -8,11 +8,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use retention_sim::checker::PROBES;
-use retention_sim::report::replay_command;
-use retention_sim::search::{ExploreSummary, Shrunk};
+use retention_sim::report::{Overlay, replay_command};
+use retention_sim::search::{ExplainConfig, ExploreSummary, Shrunk, explain};
 use retention_sim::{Sim, check, format_failure};
 
-use crate::commands::{picture, write_picture};
+use crate::commands::{picture_with, write_picture};
 use crate::files::write_checked;
 
 const STYLE: &str = "body{font-family:DejaVu Sans,Arial,Helvetica,sans-serif;margin:2em;color:#222}\
@@ -145,7 +145,20 @@ fn failure_section(
 ) -> Result<String, String> {
     let history = Sim::new(&shrunk.spec).run().map_err(|e| e.to_string())?;
     let verdict = check(&history);
-    let svg = picture(&history, &verdict)
+    // Lighter than `sim explain`'s defaults: a report is made at the end of
+    // every sweep that asks for one.
+    let config = ExplainConfig {
+        points: 16,
+        branches: 40,
+        jobs: 2,
+        ..ExplainConfig::default()
+    };
+    let explained = explain(&shrunk.spec, &config)?;
+    let overlay = Overlay {
+        band: explained.as_ref().map(|explained| explained.band()),
+        instant_ms: None,
+    };
+    let svg = picture_with(&history, &verdict, &overlay)
         .map_err(|problem| format!("--report: the first failure, shrunk: {problem}"))?;
     let _ = write!(
         page,
@@ -162,6 +175,24 @@ fn failure_section(
             page,
             "<p>As drawn, before shrinking:</p>\n<pre>{}</pre>",
             escape(drawn)
+        );
+    }
+    if let Some(explained) = &explained {
+        let (from, to) = explained.jump;
+        let events: Vec<String> = (explained.jump_events.iter())
+            .map(|&seq| history.timeline_line(seq))
+            .collect();
+        let _ = writeln!(
+            page,
+            "<p>When it became inevitable (<code>sim explain</code>, {} branches at each of {}              instants; the band under the picture): a fresh future from {} ms violates {}              {:.0} % of the time, from {} ms {:.0} %. The events between:</p>\n<pre>{}</pre>",
+            from.branches,
+            explained.curve.len(),
+            from.at_ms,
+            escape(explained.clause),
+            from.chance() * 100.0,
+            to.at_ms,
+            to.chance() * 100.0,
+            escape(&events.join("\n"))
         );
     }
     let _ = write!(

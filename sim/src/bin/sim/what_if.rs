@@ -5,7 +5,7 @@
 use retention_sim::checker::Verdict;
 use retention_sim::model::RunSpec;
 use retention_sim::report::replay_command;
-use retention_sim::search::{Intervention, what_if};
+use retention_sim::search::{Intervention, violation_site, what_if};
 
 use crate::output::say;
 
@@ -63,18 +63,26 @@ pub fn run(spec: &RunSpec, interventions: &[Intervention]) -> Result<bool, Strin
         say!("    as recorded: {}", line(recorded).trim_start());
         say!("    with it:     {}", line(altered).trim_start());
     }
-    let still = compared.before.violations.iter().any(|v| {
-        compared
-            .after
-            .violations
-            .iter()
-            .any(|a| a.clause == v.clause)
-    });
-    if !compared.before.passed() {
-        say!(
-            "  the violation {}",
-            if still { "remains" } else { "is gone" }
-        );
+    if let (Some(remains), Some(first)) = (
+        compared.first_violation_remains(),
+        compared.before.violations.first(),
+    ) {
+        let (clause, site) = violation_site(&compared.recorded, first);
+        if remains {
+            say!("  the violation ({clause}, {site}) remains");
+        } else {
+            say!("  the violation ({clause}, {site}) is gone");
+            let elsewhere: Vec<String> = (compared.after.violations.iter())
+                .filter(|v| v.clause == clause)
+                .map(|v| violation_site(&compared.altered, v).1)
+                .collect();
+            if !elsewhere.is_empty() {
+                say!(
+                    "  {clause} still fails elsewhere: {} (the flaw is still there)",
+                    elsewhere.join(", ")
+                );
+            }
+        }
     }
     say!("  replay it: {}", replay_command(&compared.spec));
     Ok(compared.after.passed())

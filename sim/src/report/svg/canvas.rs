@@ -61,6 +61,11 @@ impl Canvas {
         Self { out }
     }
 
+    /// Markup written as given (an overlay's inline-coloured marks).
+    pub fn raw(&mut self, markup: &str) {
+        self.out.push_str(markup);
+    }
+
     /// Text at (x, y) with `class`.
     pub fn text(&mut self, x: f64, y: f64, class: &str, text: &str) {
         let _ = writeln!(

@@ -5,7 +5,7 @@
 //! `layout.rs` lays out the lanes, `lanes.rs` draws them, `calls.rs` draws believed leases and
 //! call arrows, `markers.rs` stops, term ends and violations, `services.rs`
 //! the lease service's and the database's lanes, `legend.rs` explains the
-//! marks.
+//! marks, `overlay.rs` draws `sim explain`'s chance band and an instant.
 //! The output is a pure function of the history and verdict: byte-identical
 //! for the same seed.
 
@@ -15,11 +15,14 @@ mod lanes;
 mod layout;
 mod legend;
 mod markers;
+mod overlay;
 mod scale;
 mod services;
 
 use crate::checker::Verdict;
 use crate::model::History;
+
+pub use overlay::{ChanceBand, Overlay};
 
 use canvas::Canvas;
 use layout::Layout;
@@ -42,10 +45,16 @@ pub const MAX_PICTURE_EVENTS: usize = 40_000;
 /// The swimlane picture of `history`, with `verdict`'s violations marked
 /// (callers refuse histories of more than [`MAX_PICTURE_EVENTS`]).
 pub fn swimlanes(history: &History, verdict: &Verdict) -> String {
+    swimlanes_with(history, verdict, &Overlay::default())
+}
+
+/// [`swimlanes`] with `overlay`'s marks: a chance band under the lanes, an
+/// instant marked across them.
+pub fn swimlanes_with(history: &History, verdict: &Verdict, overlay: &Overlay) -> String {
     let times: Vec<i64> = history.events.iter().map(|e| e.at_ms).collect();
     let scale = Scale::new(&times, PLOT_LEFT, WIDTH - PLOT_RIGHT_MARGIN);
     let layout = Layout::new(history.header.replicas, TOP);
-    let height = layout.bottom() + legend::HEIGHT;
+    let height = layout.bottom() + overlay.height() + legend::HEIGHT;
     let mut canvas = Canvas::new(WIDTH, height);
     let title = format!(
         "seed {} - {} replicas - {} events - {}",
@@ -70,6 +79,7 @@ pub fn swimlanes(history: &History, verdict: &Verdict) -> String {
     scale.axis(&mut canvas, TOP - 8.0, layout.bottom());
     lanes::draw(&mut canvas, history, &scale, &layout);
     markers::violations(&mut canvas, history, verdict, &scale, &layout);
-    legend::draw(&mut canvas, layout.bottom() + 8.0);
+    overlay.draw(&mut canvas, &scale, (TOP, layout.bottom()), layout.bottom());
+    legend::draw(&mut canvas, layout.bottom() + overlay.height() + 8.0);
     canvas.finish()
 }

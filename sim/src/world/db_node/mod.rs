@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_util::future::select;
 use rand::{Rng, SeedableRng};
@@ -21,7 +21,8 @@ mod turns;
 
 use self::state::{State, Turns};
 use super::recorder::Recorder;
-use crate::db::{Bounds, Database, Records, Timed};
+use super::wire::Caller;
+use crate::db::{Bounds, CallRef, Database, DbView, Records, Timed};
 use crate::model::{Event, EventKind};
 
 /// The database's timing settings for a run.
@@ -56,6 +57,10 @@ pub(crate) struct DbNode {
     /// Where each connection's stream of messages has got to.
     turns: Mutex<Turns>,
     turn_moved: Notify,
+    /// What seeded the work and commit streams, and whether a branch has
+    /// stirred them.
+    work_seed: u64,
+    stirred: std::sync::atomic::AtomicBool,
 }
 
 impl DbNode {
@@ -86,18 +91,67 @@ impl DbNode {
             eras: Mutex::new(Vec::new()),
             turns: Mutex::new(Turns::default()),
             turn_moved: Notify::new(),
+            work_seed,
+            stirred: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
     /// Reads the database.
     pub fn read<T>(&self, read: impl FnOnce(&Database) -> T) -> T {
-        read(&self.state.lock().expect("db state").db)
+        read(&self.lock_state().db)
+    }
+
+    /// The node's state, read first for the recorder's capture when one is
+    /// due: every look at the database goes through here, so the first
+    /// after the captured event sees it as that event left it.
+    fn lock_state(&self) -> MutexGuard<'_, State> {
+        let mut state = self.state.lock().expect("db state");
+        if let Some(at_ms) = self.recorder.capture_due() {
+            self.recorder.store_capture(self.view_of(&state, at_ms));
+        }
+        if let Some(salt) = self.recorder.branch_salt()
+            && !self.stirred.swap(true, Ordering::Relaxed)
+        {
+            state.work = ChaCha8Rng::seed_from_u64(self.work_seed ^ salt.rotate_left(17));
+            state.commits = ChaCha8Rng::seed_from_u64(self.work_seed ^ salt.rotate_left(41));
+        }
+        state
+    }
+
+    /// A branch's salt, once the run has reached it (for the streams the
+    /// node's clients draw from).
+    pub fn branch_salt(&self) -> Option<u64> {
+        self.recorder.branch_salt()
+    }
+
+    /// The database at `at_ms`, each transaction and statement with the
+    /// call it serves. The model acts only when looked at, so a copy is
+    /// brought to `at_ms` first: what fell due since its last look (a
+    /// delete's work done, a bound passed) shows as done.
+    fn view_of(&self, state: &State, at_ms: i64) -> DbView {
+        let retention_ms = i64::try_from(self.timing.retention_ms).unwrap_or(i64::MAX);
+        let mut db = state.db.clone();
+        db.advance_to(at_ms);
+        let mut view = db.view(at_ms, retention_ms);
+        let call_ref = |caller: &Caller| CallRef {
+            replica: caller.replica,
+            term: caller.term,
+            call: caller.call,
+        };
+        for txn in &mut view.transactions {
+            txn.caller = state.txns.get(&txn.txn).map(|info| call_ref(&info.caller));
+        }
+        for statement in &mut view.statements {
+            statement.caller =
+                (state.waiters.get(&statement.statement)).map(|waiter| call_ref(&waiter.caller));
+        }
+        view
     }
 
     /// Autocommitted inserts of `count` rows written now.
     pub fn insert_arrivals(&self, count: u32) {
         let now_ms = self.recorder.now_ms();
-        let mut state = self.state.lock().expect("db state");
+        let mut state = self.lock_state();
         // Stamped by the database's clock (the schema has no default: the
         // application writes them; we assume it writes the database's now).
         let created_at_ms = state.db.clock_ms(now_ms);
@@ -171,7 +225,7 @@ impl DbNode {
     /// effects: recorded in order, then the answers sent.
     fn step_db(&self, step: impl FnOnce(&mut State) -> Vec<Timed>) {
         let (records, replies) = {
-            let mut state = self.state.lock().expect("db state");
+            let mut state = self.lock_state();
             let effects = step(&mut state);
             effects::apply(&mut state, effects, self.recorder.enabled())
         };

@@ -1,0 +1,169 @@
+//! `sim explain TOKEN|SCENARIO.toml`: the failure's chance curve over the
+//! run, where it became inevitable, the events and the world there, and a
+//! failing and a passing branch to compare.
+
+use std::path::Path;
+
+use retention_sim::model::RunSpec;
+use retention_sim::report::Overlay;
+use retention_sim::report::{parse_token, replay_command};
+use retention_sim::search::{ExplainConfig, Explanation, SEALED_CHANCE, explain, world_at};
+use retention_sim::world::Moment;
+use retention_sim::{Scenario, Sim, check};
+
+use crate::args::ExplainArgs;
+use crate::commands::{picture_with, write_picture};
+use crate::files::preflight;
+use crate::output::say;
+
+/// The plan a token or a scenario file names.
+fn plan_of(input: &str) -> Result<RunSpec, String> {
+    let trimmed = input.trim_start();
+    if trimmed.starts_with('{') {
+        return parse_token(input);
+    }
+    let path = Path::new(input);
+    if !path.is_file() {
+        return Err(format!(
+            "{input}: neither a replay token (JSON) nor a scenario file"
+        ));
+    }
+    Scenario::load(path)
+        .map(|scenario| scenario.run)
+        .map_err(|error| error.to_string())
+}
+
+pub fn run(args: &ExplainArgs) -> Result<bool, String> {
+    for (flag, value, range) in [
+        ("--points", args.points, 2..=1_000),
+        ("--branches", args.branches, 1..=10_000),
+        ("--jobs", args.jobs, 1..=256),
+    ] {
+        if !range.contains(&value) {
+            return Err(format!(
+                "{flag}: {value} is not in {}..={}",
+                range.start(),
+                range.end()
+            ));
+        }
+    }
+    preflight(&[], &[("--svg", args.svg.as_deref())], args.force)?;
+    let mut spec = plan_of(&args.input)?;
+    if args.flaw.is_some() {
+        spec.flaw = args.flaw;
+    }
+    let config = ExplainConfig {
+        points: args.points,
+        branches: args.branches,
+        refine_points: args.refine_points,
+        jobs: args.jobs,
+        seed: args.seed,
+    };
+    let Some(explained) = explain(&spec, &config)? else {
+        if args.json {
+            say!("{{\"fails\":false}}");
+        } else {
+            say!("the run keeps every clause: there is no failure to explain");
+            say!("replay: {}", replay_command(&spec));
+        }
+        return Ok(true);
+    };
+    if args.json {
+        let text = serde_json::to_string(&explained).map_err(|error| error.to_string())?;
+        say!("{{\"fails\":true,\"explanation\":{text}}}");
+        return Ok(false);
+    }
+    print(&spec, &explained)?;
+    if let Some(path) = &args.svg {
+        let history = Sim::new(&spec).run().map_err(|error| error.to_string())?;
+        let overlay = Overlay {
+            band: Some(explained.band()),
+            instant_ms: None,
+        };
+        let svg = picture_with(&history, &check(&history), &overlay)
+            .map_err(|problem| format!("--svg {}: {problem}", path.display()))?;
+        write_picture(path, &svg, args.force)?;
+    }
+    Ok(false)
+}
+
+fn bar(chance: f64) -> String {
+    let cells = (chance * 20.0).round() as usize;
+    format!("{}{}", "#".repeat(cells), ".".repeat(20 - cells.min(20)))
+}
+
+fn print(spec: &RunSpec, explained: &Explanation) -> Result<(), String> {
+    let history = Sim::new(spec).run().map_err(|error| error.to_string())?;
+    let (from, to) = explained.jump;
+    say!(
+        "explain: {} ({}; events {:?})",
+        explained.clause,
+        explained.violation,
+        explained.violation_events
+    );
+    say!(
+        "\nthe chance that a fresh future from each instant violates {} ({} branches each, {} runs):",
+        explained.clause,
+        from.branches,
+        explained.runs
+    );
+    say!("  {:>8} {:>6} {:>7}", "at_ms", "event", "chance");
+    for point in &explained.curve {
+        let marked = point.at_ms == from.at_ms || point.at_ms == to.at_ms;
+        say!(
+            "  {:>8} {:>6} {:>7.2}  {}{}",
+            point.at_ms,
+            point.seq,
+            point.chance(),
+            bar(point.chance()),
+            if marked { "  <" } else { "" }
+        );
+    }
+    say!(
+        "\nthe chance jumps between {} ms and {} ms, from {:.2} to {:.2}: the failure became inevitable there.",
+        from.at_ms,
+        to.at_ms,
+        from.chance(),
+        to.chance()
+    );
+    match explained.sealed {
+        Some((sealed_from, sealed_to)) if sealed_from.at_ms == sealed_to.at_ms => say!(
+            "(the chance is {SEALED_CHANCE} or more from {} ms on: the failure needs little of this run)",
+            sealed_from.at_ms
+        ),
+        Some((sealed_from, sealed_to)) => say!(
+            "(it rose to {SEALED_CHANCE} or more for good between {} ms and {} ms, from {:.2} to {:.2})",
+            sealed_from.at_ms,
+            sealed_to.at_ms,
+            sealed_from.chance(),
+            sealed_to.chance()
+        ),
+        None => {}
+    }
+    let jump = &explained.jump_events;
+    let (first, last) = match (jump.first(), jump.last()) {
+        (Some(&first), Some(&last)) => (first, last),
+        _ => (to.seq, to.seq),
+    };
+    say!("the events there (>), after what came just before:");
+    for seq in first.saturating_sub(4)..=last.min(history.events.len() - 1) {
+        let mark = if jump.contains(&seq) { ">" } else { " " };
+        say!("{mark}{}", history.timeline_line(seq));
+    }
+    let world = world_at(spec, Moment::AfterEvent(last))?;
+    say!("\n{world}");
+    let failed = format!("a branch from there that violated {}", explained.clause);
+    for (words, branch) in [
+        (failed.as_str(), &explained.failing_branch),
+        (
+            "a branch from there that did not",
+            &explained.passing_branch,
+        ),
+    ] {
+        if let Some(branch) = branch {
+            say!("{words}: {}", replay_command(branch));
+        }
+    }
+    say!("the run itself: {}", replay_command(spec));
+    Ok(())
+}

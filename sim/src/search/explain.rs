@@ -1,0 +1,325 @@
+//! `sim explain`: when a failing run's failure became inevitable. The run
+//! is branched at instants over its whole length: each branch keeps the
+//! recorded run up to its first event at or after the instant and draws a
+//! fresh future from there (see [`Branch`]). The share of branches that
+//! violate the same clause, against the instant, is the failure's chance
+//! curve; where it rises most is where the run's fate was sealed, and the
+//! events there are what sealed it. The grid is refined around the rise,
+//! down to single instants when the budget allows.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use super::explore::on_threads;
+use crate::checker::check;
+use crate::model::{Branch, FaultConfig, History, RunSpec};
+use crate::report::ChanceBand;
+use crate::subject::Sim;
+
+/// How thoroughly to explain.
+#[derive(Debug, Clone)]
+pub struct ExplainConfig {
+    /// Instants on the first, even grid over the run. Default 24.
+    pub points: usize,
+    /// Branches drawn at each instant. Default 100.
+    pub branches: usize,
+    /// Instants tried inside the steepest interval, each refinement.
+    /// Default 8.
+    pub refine_points: usize,
+    /// Threads. Default 1.
+    pub jobs: usize,
+    /// Seeds the branches' salts and knobs, so an explanation repeats.
+    /// Default 1.
+    pub seed: u64,
+}
+
+impl Default for ExplainConfig {
+    fn default() -> Self {
+        Self {
+            points: 24,
+            branches: 100,
+            refine_points: 8,
+            jobs: 1,
+            seed: 1,
+        }
+    }
+}
+
+/// The chance at one instant.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CurvePoint {
+    /// Where the branches part, on the run's time.
+    pub at_ms: i64,
+    /// The first event at or after it: the last one every branch shares.
+    pub seq: usize,
+    /// Branches that violated the clause.
+    pub failing: usize,
+    /// Branches run.
+    pub branches: usize,
+}
+
+impl CurvePoint {
+    /// The share of branches that failed.
+    pub fn chance(&self) -> f64 {
+        self.failing as f64 / self.branches.max(1) as f64
+    }
+}
+
+/// A failure explained.
+#[derive(Debug, Clone, Serialize)]
+pub struct Explanation {
+    /// The clause the run violates first.
+    pub clause: &'static str,
+    /// That violation, in words.
+    pub violation: String,
+    /// The events that show it.
+    pub violation_events: Vec<usize>,
+    /// The chance curve, instants in order.
+    pub curve: Vec<CurvePoint>,
+    /// Where the chance jumps: the curve's adjacent points with the largest
+    /// rise between them (the earliest of equals).
+    pub jump: (CurvePoint, CurvePoint),
+    /// The events inside the jump, kept by the later point's branches and
+    /// not by the earlier's: what made the failure (all but) inevitable.
+    pub jump_events: Vec<usize>,
+    /// Where the chance last rose into [`SEALED_CHANCE`] or more and
+    /// stayed there, when that is not the jump; the first point twice when
+    /// it is there from the start.
+    pub sealed: Option<(CurvePoint, CurvePoint)>,
+    /// A branch from the rise's start that failed and one that did not,
+    /// as replay tokens, when the branches drew both.
+    pub failing_branch: Option<RunSpec>,
+    /// See `failing_branch`.
+    pub passing_branch: Option<RunSpec>,
+    /// Branch runs spent.
+    pub runs: usize,
+}
+
+impl Explanation {
+    /// The chance curve as a picture's band (`sim explain --svg`).
+    pub fn band(&self) -> ChanceBand {
+        ChanceBand {
+            label: format!("P({})", self.clause),
+            points: (self.curve.iter())
+                .map(|point| (point.at_ms, point.chance()))
+                .collect(),
+            jump: (self.jump.0.at_ms, self.jump.1.at_ms),
+        }
+    }
+}
+
+/// The chance from which a failure counts as inevitable.
+pub const SEALED_CHANCE: f64 = 0.9;
+
+/// Rounds of refinement at most: each narrows the steepest interval about
+/// `refine_points` times, so four reach single instants in all but runs
+/// of tens of thousands of events.
+const REFINEMENTS_MAX: usize = 4;
+
+/// The most a branch's future draws for each call fault's odds, in per
+/// mille. Harsher than the swarm's (at most 100-300): a future must be
+/// able to end the term a run was in, or every instant of a failure that
+/// needs no fault looks sealed from the start.
+const FUTURE_ODDS_PERMILLE_MAX: u32 = 400;
+
+/// A branch future's call-fault knobs, from `seed`: each odds uniform up
+/// to [`FUTURE_ODDS_PERMILLE_MAX`], added latency up to 400 ms.
+fn future_faults(seed: u64) -> FaultConfig {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut odds = || rng.gen_range(0..=FUTURE_ODDS_PERMILLE_MAX);
+    FaultConfig {
+        reject_permille: odds(),
+        ambiguous_permille: odds(),
+        null_renew_permille: odds(),
+        renew_reply_delay_permille: odds(),
+        latency_ms_max: u64::from(odds()),
+        ..FaultConfig::default()
+    }
+}
+
+/// The branch of `spec` at `at_ms` numbered `salt`.
+pub fn branch_of(spec: &RunSpec, at_ms: i64, salt: u64) -> RunSpec {
+    let knob_seed = ChaCha8Rng::seed_from_u64(salt).r#gen();
+    RunSpec {
+        branch: Some(Branch {
+            at_ms: u64::try_from(at_ms).unwrap_or(0),
+            salt,
+            faults: Some(future_faults(knob_seed)),
+        }),
+        ..spec.clone()
+    }
+}
+
+/// Explains `spec`'s failure; `None` when its run keeps every clause.
+pub fn explain(spec: &RunSpec, config: &ExplainConfig) -> Result<Option<Explanation>, String> {
+    let history = Sim::new(spec).run().map_err(|error| error.to_string())?;
+    let verdict = check(&history);
+    let Some(first) = verdict.violations.first() else {
+        return Ok(None);
+    };
+    let clause = first.clause;
+    let end_ms = history.events.last().map_or(0, |e| e.at_ms);
+    let mut salts = ChaCha8Rng::seed_from_u64(config.seed ^ spec.seed.rotate_left(32));
+    let mut runs = 0;
+    let mut measure = |instants: &[i64], runs: &mut usize| {
+        let mut drawn = Vec::new();
+        for &at_ms in instants {
+            for _ in 0..config.branches {
+                let salt = salts.r#gen::<u64>() | 1;
+                drawn.push((at_ms, branch_of(spec, at_ms, salt)));
+            }
+        }
+        *runs += drawn.len();
+        let failed = run_all(&drawn, clause, config.jobs);
+        instants
+            .iter()
+            .enumerate()
+            .map(|(index, &at_ms)| {
+                let range = index * config.branches..(index + 1) * config.branches;
+                let (failing, passing) = split(&drawn[range.clone()], &failed[range]);
+                let point = CurvePoint {
+                    at_ms,
+                    seq: first_at_or_after(&history, at_ms),
+                    failing: failing.len(),
+                    branches: config.branches,
+                };
+                (point, failing.first().cloned(), passing.first().cloned())
+            })
+            .collect::<Vec<_>>()
+    };
+    let points = config.points.max(2);
+    let grid: Vec<i64> = (0..=points)
+        .map(|k| end_ms * k as i64 / points as i64)
+        .collect();
+    let mut curve = measure(&grid, &mut runs);
+    for _ in 0..REFINEMENTS_MAX {
+        let mut chosen = Vec::new();
+        for (from, to) in [steepest(&curve), sealed(&curve)] {
+            let inside = instants_between(&history, curve[from].0.at_ms, curve[to].0.at_ms);
+            chosen.extend(spread(&inside, config.refine_points));
+        }
+        chosen.sort_unstable();
+        chosen.dedup();
+        if chosen.is_empty() {
+            break;
+        }
+        curve.extend(measure(&chosen, &mut runs));
+        curve.sort_by_key(|(point, _, _)| point.at_ms);
+        curve.dedup_by_key(|(point, _, _)| point.at_ms);
+    }
+    let (from, to) = steepest(&curve);
+    let jump = (curve[from].0, curve[to].0);
+    let (sealed_from, sealed_to) = sealed(&curve);
+    Ok(Some(Explanation {
+        clause,
+        violation: first.message.clone(),
+        violation_events: first.events.clone(),
+        curve: curve.iter().map(|(point, _, _)| *point).collect(),
+        jump,
+        jump_events: (jump.0.seq + 1..=jump.1.seq).collect(),
+        sealed: (sealed_from != from || sealed_to != to)
+            .then(|| (curve[sealed_from].0, curve[sealed_to].0)),
+        failing_branch: curve[from].1.clone(),
+        passing_branch: curve[from].2.clone(),
+        runs,
+    }))
+}
+
+/// The branches that failed and those that did not.
+fn split(drawn: &[(i64, RunSpec)], failed: &[bool]) -> (Vec<RunSpec>, Vec<RunSpec>) {
+    let mut failing = Vec::new();
+    let mut passing = Vec::new();
+    for ((_, spec), &failed) in drawn.iter().zip(failed) {
+        if failed {
+            failing.push(spec.clone());
+        } else {
+            passing.push(spec.clone());
+        }
+    }
+    (failing, passing)
+}
+
+/// The points on either side of where the curve last rises into
+/// [`SEALED_CHANCE`] (both the first when it starts there). The last point
+/// branches past the run's end, where every branch is the run itself.
+fn sealed<T>(curve: &[(CurvePoint, T, T)]) -> (usize, usize) {
+    let staying = curve
+        .iter()
+        .rposition(|(point, _, _)| point.chance() < SEALED_CHANCE)
+        .map_or(0, |below| below + 1)
+        .min(curve.len() - 1);
+    (staying.saturating_sub(1), staying)
+}
+
+/// The adjacent pair of points with the largest rise in chance (the
+/// earliest of equals).
+fn steepest<T>(curve: &[(CurvePoint, T, T)]) -> (usize, usize) {
+    let mut best = (0, 1);
+    let mut best_rise = f64::MIN;
+    for at in 0..curve.len() - 1 {
+        let rise = curve[at + 1].0.chance() - curve[at].0.chance();
+        if rise > best_rise {
+            (best, best_rise) = ((at, at + 1), rise);
+        }
+    }
+    best
+}
+
+/// The first event at or after `at_ms` (the last if none is).
+fn first_at_or_after(history: &History, at_ms: i64) -> usize {
+    history
+        .events
+        .partition_point(|event| event.at_ms < at_ms)
+        .min(history.events.len() - 1)
+}
+
+/// The distinct event instants strictly between two instants.
+fn instants_between(history: &History, from_ms: i64, to_ms: i64) -> Vec<i64> {
+    let mut instants: Vec<i64> = history
+        .events
+        .iter()
+        .map(|event| event.at_ms)
+        .filter(|&at| at > from_ms && at < to_ms)
+        .collect();
+    instants.dedup();
+    instants
+}
+
+/// At most `count` of `instants`, evenly spread, the last always in.
+fn spread(instants: &[i64], count: usize) -> Vec<i64> {
+    if instants.len() <= count {
+        return instants.to_vec();
+    }
+    let mut chosen: Vec<i64> = (1..=count)
+        .map(|k| instants[k * instants.len() / count - 1])
+        .collect();
+    chosen.dedup();
+    chosen
+}
+
+/// Runs each branch; whether each violated `clause`.
+fn run_all(drawn: &[(i64, RunSpec)], clause: &str, jobs: usize) -> Vec<bool> {
+    let next = AtomicUsize::new(0);
+    let failed = Mutex::new(vec![false; drawn.len()]);
+    on_threads(jobs.min(drawn.len()).max(1), || {
+        loop {
+            let at = next.fetch_add(1, Ordering::Relaxed);
+            let Some((_, spec)) = drawn.get(at) else {
+                return;
+            };
+            let history = Sim::new(spec)
+                .run()
+                .expect("a branch of a valid plan is valid");
+            let violated = check(&history)
+                .violations
+                .iter()
+                .any(|v| v.clause == clause);
+            failed.lock().expect("no panic while running")[at] = violated;
+        }
+    });
+    failed.into_inner().expect("no panic while running")
+}
