@@ -5,6 +5,7 @@
 //! each event's one-line description (`fault_text.rs`); serde and the
 //! worker's types only.
 
+mod event_edits;
 mod fault_knobs;
 mod fault_text;
 mod faults;
@@ -34,6 +35,6 @@ pub use jsonl::HISTORY_FORMAT_VERSION;
 pub use limits::{DAY_MS, HOUR_MS, MAX_ROWS, REPLICAS, replicas_problem};
 pub use names::{FaultKnob, Flaw, Named, OpKind, UnknownName};
 pub use overlap::first_per_call;
-pub use spec::{Branch, RunSpec, SpecError, WorkerSpec};
+pub use spec::{Branch, EventEdit, RunSpec, SpecError, WorkerSpec};
 pub use term::{CallFailure, FailureKind, LossRec, ReleaseRec, TermEndRec, TermSummary};
 pub use worker_seam::{BoxFuture, OnTerm, SimulatedWorker, WorkerUnderTest, panic_message};

@@ -15,8 +15,15 @@ impl RunSpec {
     /// an earlier one dropped; every other event as planned. In time order
     /// where the plan was; events without a time keep their place after.
     pub fn effective_events(&self) -> Vec<FaultEvent> {
-        let mut kept: Vec<FaultEvent> = Vec::with_capacity(self.events.len());
-        let mut ordered: Vec<&FaultEvent> = self.events.iter().collect();
+        effective_of(&self.events)
+    }
+}
+
+/// [`RunSpec::effective_events`] of any list of events.
+pub(crate) fn effective_of(events: &[FaultEvent]) -> Vec<FaultEvent> {
+    {
+        let mut kept: Vec<FaultEvent> = Vec::with_capacity(events.len());
+        let mut ordered: Vec<&FaultEvent> = events.iter().collect();
         // Stable: same-instant events keep the plan's order.
         ordered.sort_by_key(|event| event.at_ms().unwrap_or(u64::MAX));
         for event in ordered {

@@ -79,6 +79,11 @@ pub struct RunSpec {
     /// Default: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch: Option<Branch>,
+    /// Events of `events` dropped or moved by `sim replay --drop-fault`
+    /// and `--move-fault`, each still listed (see [`EventEdit`]). Default:
+    /// none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub event_edits: Vec<EventEdit>,
     /// Run the flawed variant with this review finding instead of the real
     /// worker. Default: the real worker.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -111,6 +116,7 @@ impl Default for RunSpec {
             skews_ms: Vec::new(),
             interventions: Vec::new(),
             branch: None,
+            event_edits: Vec::new(),
             flaw: None,
         }
     }
@@ -136,6 +142,17 @@ pub struct Branch {
     /// The call faults' knobs after the branch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub faults: Option<FaultConfig>,
+}
+
+/// One change to the plan's `events`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventEdit {
+    /// The event's place in `events`, from 0.
+    pub index: usize,
+    /// Its new instant; absent, the event is dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_ms: Option<u64>,
 }
 
 /// The worker settings a run may change; the rest keep

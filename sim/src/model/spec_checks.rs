@@ -108,6 +108,9 @@ impl RunSpec {
                 return fail(format!("events[{index}].outcome"), problem);
             }
         }
+        if let Some((field, problem)) = self.event_edits_problem() {
+            return fail(field, problem);
+        }
         // The run goes on past its schedule while the stops settle.
         let end_ms = self.duration_ms.saturating_add(self.stop_bound_ms());
         if let Some(branch) = &self.branch

@@ -92,10 +92,9 @@ impl RunDraws {
         let skew_max = i64::try_from(spec.faults.clock_skew_ms_max).unwrap_or(i64::MAX);
         // A replay's interventions aim at calls as the plan's own events do.
         let on_calls: Vec<FaultEvent> = spec
-            .events
-            .iter()
-            .chain(&spec.interventions)
-            .cloned()
+            .call_events()
+            .into_iter()
+            .chain(spec.interventions.iter().cloned())
             .collect();
         let replicas = (1..=spec.replicas)
             .map(|index| {
@@ -122,7 +121,7 @@ impl RunDraws {
                     index,
                     skew_ms,
                     draws,
-                    stops: StopTriggers::for_replica(&spec.events, index),
+                    stops: StopTriggers::for_replica(&on_calls, index),
                     jitter: JitterSeed(rng.r#gen()),
                 }
             })

@@ -8,4 +8,4 @@ mod draws;
 mod strike;
 
 pub use draws::{JitterSeed, ReplicaPlan, RunDraws, StopTriggers};
-pub use strike::{FaultTarget, Turn, in_turns, strike_in_turn};
+pub use strike::{FaultTarget, Turn, in_turns, strike_in_turn, strike_nothing};

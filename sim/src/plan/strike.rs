@@ -77,6 +77,15 @@ pub fn in_turns(events: Vec<FaultEvent>) -> Vec<(FaultEvent, Turn)> {
     turns
 }
 
+/// A dropped fault (`sim replay --drop-fault`): its task sleeps to its
+/// instant as the fault's would, holding its turn, and does nothing.
+pub async fn strike_nothing<T: FaultTarget>(target: &T, event: &FaultEvent, turn: Turn) {
+    if let Some(at_ms) = event.at_ms() {
+        target.sleep_until(at_ms).await;
+    }
+    drop(turn);
+}
+
 /// Strikes `event` on `target` at its time, in `turn`, and ends it when it
 /// ends. A fault whose predecessor at its instant has not taken effect
 /// waits for it; one that comes in its turn anyway (the usual case) is not

@@ -117,7 +117,11 @@ pub async fn run_plan(server: &TempServer, spec: &RunSpec, name: &str) -> RealRu
         log: log.clone(),
         config: config.clone(),
     });
-    let schedule: Vec<_> = in_turns(spec.effective_events())
+    // No task to keep for a dropped fault on real time: it is left out.
+    let striking = (spec.striking_events().into_iter())
+        .filter_map(|(event, dropped)| (!dropped).then_some(event))
+        .collect();
+    let schedule: Vec<_> = in_turns(striking)
         .into_iter()
         .map(|(event, turn)| {
             let target = target.clone();

@@ -99,7 +99,18 @@ pub struct Explanation {
     pub runs: usize,
 }
 
+/// The least rise in chance that counts as a jump: below it, no instant
+/// stands out from the branches' noise (a share near one half over 100
+/// branches has a standard error of 0.05).
+pub const JUMP_MIN_RISE: f64 = 0.1;
+
 impl Explanation {
+    /// Whether the curve jumps at all: a failure that fails from the start
+    /// in nearly every future has no instant that sealed it.
+    pub fn jump_is_clear(&self) -> bool {
+        self.jump.1.chance() - self.jump.0.chance() >= JUMP_MIN_RISE
+    }
+
     /// The chance curve as a picture's band (`sim explain --svg`).
     pub fn band(&self) -> ChanceBand {
         ChanceBand {
@@ -162,7 +173,11 @@ pub fn explain(spec: &RunSpec, config: &ExplainConfig) -> Result<Option<Explanat
         return Ok(None);
     };
     let clause = first.clause;
-    let end_ms = history.events.last().map_or(0, |e| e.at_ms);
+    // A run's last events may come a little past its schedule and its
+    // stops' bound, where a branch may not start (nor change anything).
+    let branchable_ms = spec.duration_ms.saturating_add(spec.stop_bound_ms());
+    let end_ms = (history.events.last().map_or(0, |e| e.at_ms))
+        .min(i64::try_from(branchable_ms).unwrap_or(i64::MAX));
     let mut salts = ChaCha8Rng::seed_from_u64(config.seed ^ spec.seed.rotate_left(32));
     let mut runs = 0;
     let mut measure = |instants: &[i64], runs: &mut usize| {

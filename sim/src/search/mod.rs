@@ -20,7 +20,9 @@ mod swarm;
 mod what_if;
 
 pub use bench::{BenchConfig, BenchReport, Detection, FlawFigures, bench, standard};
-pub use explain::{CurvePoint, ExplainConfig, Explanation, SEALED_CHANCE, branch_of, explain};
+pub use explain::{
+    CurvePoint, ExplainConfig, Explanation, JUMP_MIN_RISE, SEALED_CHANCE, branch_of, explain,
+};
 pub use explore::{
     ExploreConfig, ExploreSummary, FailedSeed, Progress, base_spec, explore, explore_until,
     peak_rss_mb, spec_for,

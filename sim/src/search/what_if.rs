@@ -5,7 +5,9 @@
 use serde_json::Value;
 
 use crate::checker::{Verdict, check};
-use crate::model::{CallOutcome, EventKind, FaultEvent, History, Invocation, OpKind, RunSpec};
+use crate::model::{
+    CallOutcome, EventEdit, EventKind, FaultEvent, History, Invocation, OpKind, RunSpec,
+};
 use crate::report::{parse_token, replay_token};
 use crate::subject::Sim;
 
@@ -24,6 +26,19 @@ pub enum Intervention {
     DropReply {
         /// The run-wide call number.
         call: u64,
+    },
+    /// `--drop-fault N`: the plan's event N (its place in the token's
+    /// `events`, from 0) does nothing.
+    DropFault {
+        /// The event's place.
+        index: usize,
+    },
+    /// `--move-fault N:MS`: the plan's timed event N happens at MS.
+    MoveFault {
+        /// The event's place.
+        index: usize,
+        /// Its new instant.
+        at_ms: u64,
     },
     /// `--set PATH=VALUE`: one field of the token (`worker.lease_ttl_ms`,
     /// `faults.reject_permille`), set to a JSON value.
@@ -58,6 +73,17 @@ impl Intervention {
             "--drop-reply" => Ok(Self::DropReply {
                 call: number(text, "CALL")?,
             }),
+            "--drop-fault" => Ok(Self::DropFault {
+                index: usize::try_from(number(text, "N")?).map_err(|_| bad("N is too large"))?,
+            }),
+            "--move-fault" => {
+                let (index, ms) = text.split_once(':').ok_or_else(|| bad("expected N:MS"))?;
+                Ok(Self::MoveFault {
+                    index: usize::try_from(number(index, "N")?)
+                        .map_err(|_| bad("N is too large"))?,
+                    at_ms: number(ms, "MS")?,
+                })
+            }
             "--set" => {
                 let (path, value) = text
                     .split_once('=')
@@ -80,6 +106,10 @@ impl Intervention {
                 format!("call {call}'s reply {delay_ms} ms later")
             }
             Self::DropReply { call } => format!("call {call} applied and its reply lost"),
+            Self::DropFault { index } => format!("the plan's events[{index}] dropped"),
+            Self::MoveFault { index, at_ms } => {
+                format!("the plan's events[{index}] moved to {at_ms} ms")
+            }
             Self::Set { path, value } => format!("{path} = {value}"),
         }
     }
@@ -188,6 +218,18 @@ fn apply(
                     *outcome = CallOutcome::LoseReply;
                 }
             })?;
+        }
+        Intervention::DropFault { index } | Intervention::MoveFault { index, .. } => {
+            let at_ms = match intervention {
+                Intervention::MoveFault { at_ms, .. } => Some(*at_ms),
+                _ => None,
+            };
+            spec.event_edits.retain(|edit| edit.index != *index);
+            spec.event_edits.push(EventEdit {
+                index: *index,
+                at_ms,
+            });
+            spec.validate().map_err(|error| error.to_string())?;
         }
         Intervention::Set { path, value } => {
             let mut token: Value =

@@ -23,7 +23,7 @@ use super::spin::{Liveness, SpinMeter};
 use crate::calls::CallLedger;
 use crate::db::{Bounds, DbView, Records};
 use crate::model::{Actor, EventKind, Header, History, RunSpec};
-use crate::plan::{JitterSeed, ReplicaPlan, RunDraws, in_turns, strike_in_turn};
+use crate::plan::{JitterSeed, ReplicaPlan, RunDraws, in_turns, strike_in_turn, strike_nothing};
 
 /// A fresh madsim runtime for `spec`: its seed, its network, and a time
 /// limit past which a run counts as stuck.
@@ -263,15 +263,25 @@ pub async fn simulate(
         recorder: recorder.clone(),
         world: world.clone(),
     });
-    // Overlapping faults of one kind merged, as they take effect.
-    for (event, turn) in in_turns(spec.effective_events()) {
+    // Overlapping faults of one kind merged, as they take effect; a
+    // dropped one keeps its task (see `EventEdit`).
+    let striking = spec.striking_events();
+    let dropped: Vec<bool> = striking.iter().map(|(_, dropped)| *dropped).collect();
+    let events = striking.into_iter().map(|(event, _)| event).collect();
+    for ((event, turn), dropped) in in_turns(events).into_iter().zip(dropped) {
         let target = SimTarget {
             handle: handle.clone(),
             replicas: replicas.clone(),
             recorder: recorder.clone(),
             db: db.clone(),
         };
-        faults_node.spawn(async move { strike_in_turn(&target, event, turn).await });
+        faults_node.spawn(async move {
+            if dropped {
+                strike_nothing(&target, &event, turn).await;
+            } else {
+                strike_in_turn(&target, event, turn).await;
+            }
+        });
     }
 
     madsim::time::sleep(Duration::from_millis(spec.duration_ms)).await;

@@ -191,3 +191,54 @@ fn processes_naming(folder: &Path) -> Vec<String> {
     }
     found
 }
+
+/// A command killed outright (SIGKILL: no signal handler runs, no
+/// destructor) leaves its server running and its folder; the next server
+/// start, in any process, stops and removes them, and leaves a server
+/// whose owner still runs alone.
+#[test]
+fn a_killed_command_leaves_its_server_to_the_next_start() {
+    let _alone = crate::alone();
+    let ours = TempServer::start();
+    let temp = shared_folder("sim-kill-tmp-");
+    let work = shared_folder("sim-kill-work-");
+    let (name, args) = commands(&work).remove(0);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sim"))
+        .args(&args)
+        .current_dir(&work)
+        .env("TMPDIR", &temp)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start sim");
+    let postmaster = wait_for_server(&temp, true, &mut child, name).expect("the server's pid");
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+    assert!(alive(postmaster), "{name}: the server died with its owner");
+    let left: Vec<String> = entries(&temp);
+    assert!(
+        left.iter().any(|n| n.starts_with("retention-pg-")),
+        "{left:?}"
+    );
+
+    let reaped = test_support::reap_orphaned_servers_in(&temp);
+    assert_eq!(reaped.len(), 1, "{reaped:?}");
+    assert!(
+        !alive(postmaster),
+        "the orphan (pid {postmaster}) still runs"
+    );
+    assert!(entries(&temp).is_empty(), "left: {:?}", entries(&temp));
+    assert!(processes_naming(&temp).is_empty());
+    // A server whose owner (this test) runs is not touched.
+    assert!(test_support::reap_orphaned_servers().is_empty());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let pool = ours.pool("postgres", 1, &Default::default());
+        let _client = pool.get().await.expect("our server still answers");
+    });
+    std::fs::remove_dir_all(&temp).unwrap();
+    std::fs::remove_dir_all(&work).unwrap();
+}

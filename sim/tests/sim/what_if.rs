@@ -193,3 +193,118 @@ fn delaying_the_reply_the_explanation_names_removes_the_violation() {
     // The first delete's reply: the term goes on as before.
     assert_eq!(delayed(3).first_violation_remains(), Some(true));
 }
+
+fn scenario(file: &str, flaw: Option<retention_sim::model::Flaw>) -> RunSpec {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../scenarios/{file}.toml"));
+    RunSpec {
+        flaw,
+        ..retention_sim::Scenario::load(&path).expect("loads").run
+    }
+}
+
+/// A dropped or moved timed fault keeps its task, so the run is the
+/// recorded one, event for event, until the earlier of its instants.
+#[test]
+fn a_dropped_or_moved_fault_changes_the_run_only_from_its_instant() {
+    let spec = scenario("gc-pause-past-ttl-during-a-delete", None);
+    let recorded = Sim::new(&spec).run().expect("valid");
+    // events[1] is the 8 s pause of r1 at 700 ms.
+    for (intervention, from_ms) in [
+        (Intervention::DropFault { index: 1 }, 700),
+        (
+            Intervention::MoveFault {
+                index: 1,
+                at_ms: 2_000,
+            },
+            700,
+        ),
+        (
+            Intervention::MoveFault {
+                index: 1,
+                at_ms: 300,
+            },
+            300,
+        ),
+    ] {
+        let compared = what_if(&spec, std::slice::from_ref(&intervention)).expect("valid");
+        let before = recorded.events.partition_point(|e| e.at_ms < from_ms);
+        assert!(before > 3, "{intervention:?}");
+        assert!(
+            compared.shared_events >= before,
+            "{intervention:?}: {}",
+            compared.shared_events
+        );
+        assert_ne!(compared.altered.events, recorded.events, "{intervention:?}");
+        let edited =
+            retention_sim::report::parse_token(&serde_json::to_string(&compared.spec).unwrap());
+        assert_eq!(edited.expect("the token carries the edit"), compared.spec);
+    }
+}
+
+/// A dropped fault on a chosen call acts from that call on: review
+/// finding 5's rejected delete dropped, its term releases (REL-3 at r2's
+/// term 2 is gone) while the stop raced with an acquire still fails.
+#[test]
+fn a_dropped_fault_on_a_call_changes_the_run_from_that_call() {
+    let spec = scenario(
+        "finding-5-flag-only-stop",
+        Some(retention_sim::model::Flaw::FlagOnlyStop),
+    );
+    // events[3] rejects r2's first delete.
+    let compared = what_if(&spec, &[Intervention::DropFault { index: 3 }]).expect("valid");
+    let invoke = (compared.recorded.events.iter())
+        .position(|e| {
+            e.actor == Actor::Replica(2)
+                && matches!(
+                    &e.kind,
+                    EventKind::Invoke {
+                        invocation: retention_sim::model::Invocation::Delete { .. },
+                        ..
+                    }
+                )
+        })
+        .expect("r2 deletes");
+    assert!(
+        compared.shared_events > invoke,
+        "{} <= {invoke}",
+        compared.shared_events
+    );
+    assert_eq!(compared.first_violation_remains(), Some(false));
+    assert!(
+        compared
+            .after
+            .violations
+            .iter()
+            .any(|v| v.clause == "STP-4")
+    );
+}
+
+#[test]
+fn fault_edits_are_refused_by_name() {
+    let spec = scenario("gc-pause-past-ttl-during-a-delete", None);
+    let refused =
+        |intervention: Intervention| what_if(&spec, &[intervention]).expect_err("refused");
+    assert!(refused(Intervention::DropFault { index: 7 }).contains("no event 7"));
+    assert!(
+        refused(Intervention::MoveFault {
+            index: 0,
+            at_ms: 10
+        })
+        .contains("acts on a chosen call, not at an instant")
+    );
+    assert!(
+        refused(Intervention::MoveFault {
+            index: 1,
+            at_ms: 99_999
+        })
+        .contains("past the run's end")
+    );
+    let token = serde_json::to_string(&spec).unwrap();
+    let (code, out, err) = sim(&["replay", &token, "--drop-fault", "1"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("the plan's events[1] dropped"), "{out}");
+    let (code, _, err) = sim(&["replay", &token, "--move-fault", "1"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--move-fault \"1\": expected N:MS"), "{err}");
+}

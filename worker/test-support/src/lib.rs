@@ -6,19 +6,40 @@
 //! messages, and can be cut off from the server for a while ([`Cut`],
 //! `cut.rs`, the rule the simulator's kernel shares). A process ended by a
 //! signal stops the servers it started with [`stop_every_server`]
-//! (`live.rs`). Tests that need a database start their own; none is
-//! skipped because the server binaries are missing.
+//! (`live.rs`); one killed outright leaves them to the next start anywhere,
+//! which stops and removes the servers whose owner process is gone
+//! (`reap.rs`, [`reap_orphaned_servers`]). Tests that need a database
+//! start their own; none is skipped because the server binaries are
+//! missing.
 
 mod cut;
 mod live;
 mod meter;
 mod proxy;
+mod reap;
 mod tools;
 
 pub use cut::{Cut, MAX_RTO_MS, SEGMENT_FIRST_RTO_MS, SYN_FIRST_RTO_MS, held_until_heal_ms};
 pub use live::stop_every_server;
 pub use meter::{MeteredProxy, Traffic};
 pub use proxy::Proxy;
+
+/// Stops and removes the throwaway servers in the temporary folder whose
+/// owner process is gone (see `reap.rs`); every [`TempServer`] start does
+/// this first. Returns the folders removed.
+pub fn reap_orphaned_servers() -> Vec<PathBuf> {
+    reap_orphaned_servers_in(&std::env::temp_dir())
+}
+
+/// [`reap_orphaned_servers`] in `parent` rather than the temporary folder.
+pub fn reap_orphaned_servers_in(parent: &Path) -> Vec<PathBuf> {
+    let Some(bin) = search_bin_dir() else {
+        // No server could have been started here without the binaries.
+        return Vec::new();
+    };
+    let run_as = server_user().unwrap_or_default();
+    reap::reap_in(parent, &bin, run_as.as_deref())
+}
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -115,28 +136,17 @@ impl TempServer {
     }
 
     fn launch(bin: PathBuf) -> Result<Self, String> {
-        let run_as = if command_output("id", &["-u"]) == "0" {
-            let has_user = Command::new("id")
-                .arg("-u")
-                .arg("postgres")
-                .output()
-                .is_ok_and(|o| o.status.success());
-            if !has_user {
-                return Err(format!(
-                    "running as root, PostgreSQL needs an unprivileged user and there is no \
-                     `postgres` user: {INSTALL_HINT}"
-                ));
-            }
-            Some("postgres".to_owned())
-        } else {
-            None
-        };
+        let run_as = server_user()?;
+        // Servers a killed process left running are stopped here: nothing
+        // else would.
+        reap::reap_in(&std::env::temp_dir(), &bin, run_as.as_deref());
         // A signal handler stopping every server waits until this one has
         // started (or failed to), so it is never left half made.
         let _starting = live::starting();
         // A fresh folder of a name nobody can guess or plant a link at;
         // the server's drop removes it, or a signal handler does.
-        let dir = private_dir("retention-pg-").keep();
+        let dir = private_dir(reap::SERVER_DIR_PREFIX).keep();
+        reap::claim(&dir).map_err(|e| format!("mark the server's folder as ours: {e}"))?;
         let mut server = Self {
             dir,
             bin,
@@ -364,6 +374,26 @@ impl Drop for TempServer {
         self.files().stop_and_remove();
         live::forget(&self.dir);
     }
+}
+
+/// The user the server runs as: `postgres` when this process is root
+/// (initdb refuses root), else this process's own.
+fn server_user() -> Result<Option<String>, String> {
+    if command_output("id", &["-u"]) != "0" {
+        return Ok(None);
+    }
+    let has_user = Command::new("id")
+        .arg("-u")
+        .arg("postgres")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_user {
+        return Err(format!(
+            "running as root, PostgreSQL needs an unprivileged user and there is no \
+             `postgres` user: {INSTALL_HINT}"
+        ));
+    }
+    Ok(Some("postgres".to_owned()))
 }
 
 /// The server binaries; on a machine without them, installs Debian's

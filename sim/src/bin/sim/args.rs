@@ -80,6 +80,15 @@ pub enum Command {
         /// What if: the timeline's call CALL is applied and its reply lost.
         #[arg(long, value_name = "CALL", conflicts_with_all = ["real", "save", "svg"])]
         drop_reply: Vec<String>,
+        /// What if: the token's `events[N]` (from 0) dropped: its time
+        /// comes and it does nothing, so the run is the recorded one up to
+        /// that instant.
+        #[arg(long, value_name = "N", conflicts_with_all = ["real", "save", "svg"])]
+        drop_fault: Vec<String>,
+        /// What if: the token's timed `events[N]` happens at MS instead
+        /// (the run is the recorded one up to the earlier instant).
+        #[arg(long, value_name = "N:MS", conflicts_with_all = ["real", "save", "svg"])]
+        move_fault: Vec<String>,
         /// What if: one field of the token set to a JSON value
         /// (`worker.lease_ttl_ms=3000`, `faults.reject_permille=0`).
         #[arg(long, value_name = "PATH=VALUE", conflicts_with_all = ["real", "save", "svg"])]
@@ -89,10 +98,10 @@ pub enum Command {
         /// and statements, records by age), read inside the run, and each
         /// replica as the history shows it (term, process, clock, lease
         /// and token, calls in flight).
-        #[arg(long, value_name = "MS", conflicts_with_all = ["real", "save", "at_seq", "delay_reply", "drop_reply", "set"])]
+        #[arg(long, value_name = "MS", conflicts_with_all = ["real", "save", "at_seq", "delay_reply", "drop_reply", "drop_fault", "move_fault", "set"])]
         at: Option<i64>,
         /// Like `--at`, just after the timeline's event N (its `seq`).
-        #[arg(long, value_name = "N", conflicts_with_all = ["real", "save", "delay_reply", "drop_reply", "set"])]
+        #[arg(long, value_name = "N", conflicts_with_all = ["real", "save", "delay_reply", "drop_reply", "drop_fault", "move_fault", "set"])]
         at_seq: Option<usize>,
         /// With `--at` or `--at-seq`: the world as one JSON object.
         #[arg(long)]

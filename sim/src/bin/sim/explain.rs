@@ -7,7 +7,9 @@ use std::path::Path;
 use retention_sim::model::RunSpec;
 use retention_sim::report::Overlay;
 use retention_sim::report::{parse_token, replay_command};
-use retention_sim::search::{ExplainConfig, Explanation, SEALED_CHANCE, explain, world_at};
+use retention_sim::search::{
+    CurvePoint, ExplainConfig, Explanation, JUMP_MIN_RISE, SEALED_CHANCE, explain, world_at,
+};
 use retention_sim::world::Moment;
 use retention_sim::{Scenario, Sim, check};
 
@@ -118,6 +120,19 @@ fn print(spec: &RunSpec, explained: &Explanation) -> Result<(), String> {
             bar(point.chance()),
             if marked { "  <" } else { "" }
         );
+    }
+    if !explained.jump_is_clear() {
+        let first = explained.curve.first().map_or(0.0, CurvePoint::chance);
+        say!(
+            "\nno instant stands out (no rise of {JUMP_MIN_RISE} or more): {first:.2} of fresh futures \
+             from the start fail already; the failure needs nothing this run's timing or faults \
+             did. Its own events:"
+        );
+        for &seq in &explained.violation_events {
+            say!(">{}", history.timeline_line(seq));
+        }
+        say!("the run itself: {}", replay_command(spec));
+        return Ok(());
     }
     say!(
         "\nthe chance jumps between {} ms and {} ms, from {:.2} to {:.2}: the failure became inevitable there.",

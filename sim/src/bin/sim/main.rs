@@ -163,10 +163,22 @@ fn status() -> u8 {
             token,
             delay_reply,
             drop_reply,
+            drop_fault,
+            move_fault,
             set,
             ..
-        } if !(delay_reply.is_empty() && drop_reply.is_empty() && set.is_empty()) => {
-            what_if::interventions(&delay_reply, &drop_reply, &set).and_then(|interventions| {
+        } if !(delay_reply.is_empty()
+            && drop_reply.is_empty()
+            && drop_fault.is_empty()
+            && move_fault.is_empty()
+            && set.is_empty()) =>
+        {
+            what_if::interventions(
+                (&delay_reply, &drop_reply),
+                (&drop_fault, &move_fault),
+                &set,
+            )
+            .and_then(|interventions| {
                 parse_token(&token).and_then(|spec| what_if::run(&spec, &interventions))
             })
         }

@@ -177,7 +177,7 @@ fn failure_section(
             escape(drawn)
         );
     }
-    if let Some(explained) = &explained {
+    if let Some(explained) = explained.as_ref().filter(|e| e.jump_is_clear()) {
         let (from, to) = explained.jump;
         let events: Vec<String> = (explained.jump_events.iter())
             .map(|&seq| history.timeline_line(seq))

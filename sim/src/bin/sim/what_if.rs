@@ -12,8 +12,8 @@ use crate::output::say;
 /// The interventions a replay asked for, in the order they apply: the
 /// replies (numbered by the recorded run's calls), then the settings.
 pub fn interventions(
-    delay_reply: &[String],
-    drop_reply: &[String],
+    (delay_reply, drop_reply): (&[String], &[String]),
+    (drop_fault, move_fault): (&[String], &[String]),
     set: &[String],
 ) -> Result<Vec<Intervention>, String> {
     let parse = |flag: &str, texts: &[String]| -> Result<Vec<Intervention>, String> {
@@ -24,6 +24,8 @@ pub fn interventions(
     };
     let mut all = parse("--delay-reply", delay_reply)?;
     all.extend(parse("--drop-reply", drop_reply)?);
+    all.extend(parse("--drop-fault", drop_fault)?);
+    all.extend(parse("--move-fault", move_fault)?);
     all.extend(parse("--set", set)?);
     Ok(all)
 }
