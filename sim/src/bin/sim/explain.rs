@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use retention_sim::model::RunSpec;
+use retention_sim::History;
+use retention_sim::model::{EventKind, Outcome, RunSpec};
 use retention_sim::report::Overlay;
 use retention_sim::report::{parse_token, replay_command};
 use retention_sim::search::{
@@ -89,6 +90,31 @@ pub fn run(args: &ExplainArgs) -> Result<bool, String> {
     Ok(false)
 }
 
+/// The last event at or before `seq` that a fault made: a process paused,
+/// cut off or crashed, a clock stepped or slowed, the database's clock
+/// stepped, its standby stalled, rows held by another client, a lease
+/// revoked, or a call the injector refused or whose reply it lost.
+fn last_fault_before(history: &History, seq: usize) -> Option<usize> {
+    (0..=seq.min(history.events.len() - 1))
+        .rev()
+        .find(|&at| match &history.events[at].kind {
+            EventKind::Paused { .. }
+            | EventKind::Partitioned { .. }
+            | EventKind::Crashed
+            | EventKind::ClockStepped { .. }
+            | EventKind::ClockRateSet { .. }
+            | EventKind::DbClockStepped { .. }
+            | EventKind::StandbyStalled { .. }
+            | EventKind::RowsHeld { .. }
+            | EventKind::Revoked { .. } => true,
+            EventKind::Return {
+                outcome: Outcome::Failed { detail, .. },
+                ..
+            } => detail.contains("injected"),
+            _ => false,
+        })
+}
+
 fn bar(chance: f64) -> String {
     let cells = (chance * 20.0).round() as usize;
     format!("{}{}", "#".repeat(cells), ".".repeat(20 - cells.min(20)))
@@ -164,6 +190,13 @@ fn print(spec: &RunSpec, explained: &Explanation) -> Result<(), String> {
     for seq in first.saturating_sub(4)..=last.min(history.events.len() - 1) {
         let mark = if jump.contains(&seq) { ">" } else { " " };
         say!("{mark}{}", history.timeline_line(seq));
+    }
+    match last_fault_before(&history, last) {
+        Some(seq) => say!(
+            "the last fault to strike by then:\n {}",
+            history.timeline_line(seq)
+        ),
+        None => say!("no fault had struck by then (a fault on a call shows only in its reply)"),
     }
     let world = world_at(spec, Moment::AfterEvent(last))?;
     say!("\n{world}");
