@@ -124,6 +124,9 @@ fn explore_report_writes_a_self_contained_page() {
         "the replay command"
     );
     assert!(page.contains("REL-1"));
+    // The first failure explained: the chance band under its picture.
+    assert!(page.contains("When it became inevitable"), "{page}");
+    assert!(page.contains("fails ") && page.contains("% of the time"));
     let (code, _, err) = sim(&args);
     assert_eq!(code, 2, "a second report does not replace the first");
     assert!(err.contains("exists; pass --force"), "{err}");
