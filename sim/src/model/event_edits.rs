@@ -30,9 +30,14 @@ impl RunSpec {
     }
 
     /// The timed faults as they take effect (see
-    /// [`RunSpec::effective_events`]), moves made, each with whether an
-    /// edit dropped it (its task still sleeps to its instant).
+    /// [`RunSpec::effective_events`]), moves made, each with whether it is
+    /// dropped (its task still sleeps to its instant): by an edit, or
+    /// because a branch of the run (`sim explain`) starts at or before it.
     pub fn striking_events(&self) -> Vec<(FaultEvent, bool)> {
+        let after_branch = |event: &FaultEvent| {
+            let branch_ms = self.branch.as_ref().map(|branch| branch.at_ms);
+            branch_ms.is_some_and(|branch_ms| event.at_ms().is_some_and(|at| at >= branch_ms))
+        };
         let moved = self.moved_events();
         let dropped: Vec<&FaultEvent> = (moved.iter().enumerate())
             .filter(|(index, _)| self.dropped(*index))
@@ -41,7 +46,7 @@ impl RunSpec {
         effective_of(&moved)
             .into_iter()
             .map(|event| {
-                let inert = dropped.contains(&&event);
+                let inert = dropped.contains(&&event) || after_branch(&event);
                 (event, inert)
             })
             .collect()

@@ -37,11 +37,6 @@ pub trait FaultTarget {
     /// standby (these two for as long as the event says, before
     /// returning).
     async fn begin(&self, event: &FaultEvent) -> Self::Held;
-    /// Whether the plan's fault due at `at_ms` is dropped: a branch of the
-    /// run (`sim explain`) keeps only the faults before it.
-    fn struck_off(&self, _at_ms: u64) -> bool {
-        false
-    }
     /// Undoes what [`FaultTarget::begin`] did for a fault that lasts
     /// ([`FaultEvent::ends_after_ms`]): thaws, heals or restarts.
     async fn end(&self, event: &FaultEvent, held: Self::Held);
@@ -77,7 +72,8 @@ pub fn in_turns(events: Vec<FaultEvent>) -> Vec<(FaultEvent, Turn)> {
     turns
 }
 
-/// A dropped fault (`sim replay --drop-fault`): its task sleeps to its
+/// A dropped fault (`sim replay --drop-fault`, or one a branch of the run
+/// starts after, `sim explain`): its task sleeps to its
 /// instant as the fault's would, holding its turn, and does nothing.
 pub async fn strike_nothing<T: FaultTarget>(target: &T, event: &FaultEvent, turn: Turn) {
     if let Some(at_ms) = event.at_ms() {
@@ -96,9 +92,6 @@ pub async fn strike_in_turn<T: FaultTarget>(target: &T, event: FaultEvent, turn:
         return;
     };
     target.sleep_until(at_ms).await;
-    if target.struck_off(at_ms) {
-        return;
-    }
     if let Some(after) = turn.after {
         // An error means the predecessor's task ended with the run.
         let _ = after.await;

@@ -30,7 +30,8 @@ pub fn not_applied(spec: &RunSpec) -> Vec<String> {
     }
     if spec.branch.is_some() {
         skipped.push(
-            "branch: a branch stirs the simulator's randomness; real time has none to stir"
+            "branch: a branch stirs the simulator's randomness; real time has none to stir \
+             (the plan's faults from its instant on are dropped, as in the simulator)"
                 .to_owned(),
         );
     }

@@ -52,12 +52,6 @@ impl FaultTarget for SimTarget {
         madsim::time::sleep(Duration::from_millis(for_ms)).await;
     }
 
-    fn struck_off(&self, at_ms: u64) -> bool {
-        self.recorder
-            .branch()
-            .is_some_and(|branch| at_ms >= branch.at_ms)
-    }
-
     async fn begin(&self, event: &FaultEvent) {
         match *event {
             FaultEvent::Pause {
