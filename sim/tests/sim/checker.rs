@@ -47,6 +47,7 @@ impl Script {
             drain_owed: false,
             stop_bound_ms: 10_000,
             lock_timeout_ms: 0,
+            plan: None,
         };
         Self {
             events: Vec::new(),
@@ -363,49 +364,71 @@ fn fen_2_the_database_accepting_a_stale_token() {
 /// whole milliseconds, so a grant in the fence's own millisecond counts as
 /// before it: the token is then judged against that grant, and a grant that
 /// really came after the fence is still caught.
+/// FEN-2's messages for r1's delete under token 1 (expiring at 3,000 ms
+/// by the database's clock), fenced at `fenced_at_ms` and committed at
+/// 3,500 ms; with r2 granted token 2 at `grant_at_ms`, and with the
+/// database's clock stepped `(at_ms, from_ms, to_ms)`. The history does not
+/// record the clock at the fence, so the checker rebuilds it from the steps.
+fn fen_2_of_a_late_commit(
+    fenced_at_ms: i64,
+    grant_at_ms: Option<i64>,
+    db_clock_step: Option<(i64, i64, i64)>,
+) -> Vec<String> {
+    let mut s = Script::new();
+    let l1 = lease("r1", 1, 3_000);
+    s.at(0).call(1, 1, 1, Invocation::Acquire);
+    let granted = EventKind::Granted {
+        call: 1,
+        lease: l1.clone(),
+    };
+    s.service(Actor::Lease, 1, granted);
+    s.reply(1, 1, 1, OpKind::Acquire, Outcome::Lease(Some(l1)));
+    if let Some((at_ms, from_ms, to_ms)) = db_clock_step {
+        let step = EventKind::DbClockStepped { from_ms, to_ms };
+        s.at(at_ms).service(Actor::Db, 0, step);
+    }
+    let delete = Invocation::Delete {
+        older_than_ms: -990,
+        limit: 200,
+        token: 1,
+    };
+    s.at(2_900).call(1, 1, 2, delete);
+    if let Some(at_ms) = grant_at_ms {
+        let successor = EventKind::Granted {
+            call: 3,
+            lease: lease("r2", 2, at_ms + 3_000),
+        };
+        s.at(at_ms).service(Actor::Lease, 1, successor);
+    }
+    let deleted = EventKind::Deleted {
+        call: 2,
+        token: 1,
+        fenced_at_ms,
+        older_than_ms: -990,
+        rows: Script::rows(1, 200),
+        deleted_clock_ms: None,
+        fenced_clock_ms: None,
+    };
+    s.at(3_500).service(Actor::Db, 1, deleted);
+    s.reply(1, 1, 2, OpKind::Delete, Outcome::Deleted(200));
+    check(&s.history())
+        .violations
+        .into_iter()
+        .filter(|v| v.clause == "FEN-2")
+        .map(|v| v.message)
+        .collect()
+}
+
+/// FEN-2 as PostgreSQL keeps it: the token is judged when the fence takes
+/// the lease row's share lock, and nothing may change the row until the
+/// delete commits; a commit after the lease's expiry is fine. Times are
+/// whole milliseconds, so a grant in the fence's own millisecond counts as
+/// before it: the token is then judged against that grant, and a grant that
+/// really came after the fence is still caught.
 #[test]
 fn fen_2_is_judged_at_the_fence_and_forbids_a_grant_before_the_commit() {
-    let committed_late = |fenced_at_ms: i64, grant_at_ms: Option<i64>| {
-        let mut s = Script::new();
-        let l1 = lease("r1", 1, 3_000);
-        s.at(0).call(1, 1, 1, Invocation::Acquire);
-        let granted = EventKind::Granted {
-            call: 1,
-            lease: l1.clone(),
-        };
-        s.service(Actor::Lease, 1, granted);
-        s.reply(1, 1, 1, OpKind::Acquire, Outcome::Lease(Some(l1)));
-        let delete = Invocation::Delete {
-            older_than_ms: -990,
-            limit: 200,
-            token: 1,
-        };
-        s.at(2_900).call(1, 1, 2, delete);
-        if let Some(at_ms) = grant_at_ms {
-            let successor = EventKind::Granted {
-                call: 3,
-                lease: lease("r2", 2, at_ms + 3_000),
-            };
-            s.at(at_ms).service(Actor::Lease, 1, successor);
-        }
-        let deleted = EventKind::Deleted {
-            call: 2,
-            token: 1,
-            fenced_at_ms,
-            older_than_ms: -990,
-            rows: Script::rows(1, 200),
-            deleted_clock_ms: None,
-            fenced_clock_ms: None,
-        };
-        s.at(3_500).service(Actor::Db, 1, deleted);
-        s.reply(1, 1, 2, OpKind::Delete, Outcome::Deleted(200));
-        check(&s.history())
-            .violations
-            .into_iter()
-            .filter(|v| v.clause == "FEN-2")
-            .map(|v| v.message)
-            .collect::<Vec<_>>()
-    };
+    let committed_late =
+        |fenced_at_ms, grant_at_ms| fen_2_of_a_late_commit(fenced_at_ms, grant_at_ms, None);
     assert_eq!(committed_late(2_950, None), Vec::<String>::new());
     let expired = committed_late(3_000, None);
     assert!(
@@ -424,6 +447,23 @@ fn fen_2_is_judged_at_the_fence_and_forbids_a_grant_before_the_commit() {
     );
 }
 
+/// The expiry is read on the database's clock as it was at the fence. Set
+/// back 1,000 ms at 2,000 ms, it read 2,000 ms at a fence at 3,000 ms, so
+/// the lease had not expired; set forward instead, it had, a millisecond
+/// before the fence.
+#[test]
+fn fen_2_reads_the_expiry_on_the_database_clock_rebuilt_from_its_steps() {
+    assert_eq!(
+        fen_2_of_a_late_commit(3_000, None, Some((2_000, 2_000, 1_000))),
+        Vec::<String>::new()
+    );
+    let stepped_forward = fen_2_of_a_late_commit(2_000, None, Some((1_999, 1_999, 3_000)));
+    assert!(
+        stepped_forward[0].contains("fenced at 2000 ms while the lease was r1#1"),
+        "{stepped_forward:?}"
+    );
+}
+
 #[test]
 fn cut_1_a_moving_cutoff() {
     let s = Script::correct()
@@ -434,6 +474,58 @@ fn cut_1_a_moving_cutoff() {
             }
         });
     assert_eq!(s.flagged(), vec!["CUT-1"]);
+}
+
+/// The clauses flagged when every delete of the correct history uses
+/// `cutoff_ms`, r1's clock running at `rate_permille` from 0 ms (from a
+/// reading of 0), if given.
+fn flagged_with_cutoff(cutoff_ms: i64, rate_permille: Option<u64>) -> Vec<&'static str> {
+    let mut s = Script::correct();
+    if let Some(rate_permille) = rate_permille {
+        let rate = EventKind::ClockRateSet {
+            rate_permille,
+            reading_ms: 0,
+        };
+        s = s.insert(0, Actor::Replica(1), rate);
+    }
+    for seq in 0..s.events.len() {
+        s = s.edit(seq, |k| {
+            set_delete(k, Some(cutoff_ms), None, None);
+            if let EventKind::Deleted { older_than_ms, .. } = k {
+                *older_than_ms = cutoff_ms;
+            }
+        });
+    }
+    s.flagged()
+}
+
+/// The term's cutoff is some clock's reading between its acquire (0 ms)
+/// and its first delete (10 ms), less the retention. A clock that keeps
+/// true time is judged to the millisecond: a reading one millisecond
+/// before the acquire or after the delete was not taken in the term.
+#[test]
+fn cut_1_a_cutoff_read_a_millisecond_outside_the_term() {
+    let none: Vec<&str> = Vec::new();
+    assert_eq!(
+        flagged_with_cutoff(-1_000, None),
+        none,
+        "read at the acquire"
+    );
+    assert_eq!(flagged_with_cutoff(-990, None), none, "at the first delete");
+    assert_eq!(flagged_with_cutoff(-1_001, None), vec!["CUT-1"]);
+    assert_eq!(flagged_with_cutoff(-989, None), vec!["CUT-1"]);
+}
+
+/// A clock at another rate is judged with slack, as the history floors its
+/// readings and instants to whole milliseconds: 2 ms, plus 1 ms per whole
+/// or started 1,000 permille of rate. At half speed r1's clock read 0..5
+/// during the term (the database's read 0..10): 3 ms of slack either side
+/// admits a reading of -3 and no earlier one.
+#[test]
+fn cut_1_a_clock_at_half_speed_is_judged_within_three_milliseconds() {
+    let none: Vec<&str> = Vec::new();
+    assert_eq!(flagged_with_cutoff(-1_003, Some(500)), none);
+    assert_eq!(flagged_with_cutoff(-1_004, Some(500)), vec!["CUT-1"]);
 }
 
 #[test]
