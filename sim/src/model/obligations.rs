@@ -34,6 +34,7 @@ impl RunSpec {
             drain_owed: self.drain_owed(),
             stop_bound_ms: self.stop_bound_ms(),
             lock_timeout_ms: self.lock_timeout_ms,
+            plan: None,
         }
     }
 

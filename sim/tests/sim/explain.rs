@@ -198,6 +198,38 @@ fn the_command_explains_and_its_branches_replay() {
     );
 }
 
+/// A history saved by `sim run --jsonl` names its plan in its header, so
+/// explain starts from the file as from the token; a history without one
+/// is refused with the line and the reason.
+#[test]
+fn the_command_explains_a_saved_history() {
+    let (spec, _) = findings().remove(4);
+    let token = serde_json::to_string(&spec).unwrap();
+    let dir = test_support::ScratchDir::new("sim-explain-saved-");
+    let saved = dir.join("run.jsonl");
+    let saved_arg = saved.to_str().unwrap();
+    let (code, _, err) = sim(&["replay", &token, "--jsonl", saved_arg]);
+    assert_eq!(code, 1, "{err}");
+    let from_token = sim(&["explain", &token, "--branches", "10", "--points", "6"]);
+    let from_file = sim(&["explain", saved_arg, "--branches", "10", "--points", "6"]);
+    assert_eq!(from_file.0, 1, "{}", from_file.2);
+    assert_eq!(
+        from_file.1, from_token.1,
+        "the same explanation, and no note"
+    );
+    let mut history = History::from_jsonl(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert!(history.header.plan.is_some());
+    history.header.plan = None;
+    assert_eq!(history, run(&spec), "the rest of the file is the run");
+    std::fs::write(&saved, history.to_jsonl()).unwrap();
+    let (code, _, err) = sim(&["explain", saved_arg]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("line 1: the history does not name its plan"),
+        "{err}"
+    );
+}
+
 /// The picture README's "Replaying a failure" shows: finding 2's run with
 /// its chance band, held in `snapshots/` like the scenarios' pictures.
 #[test]

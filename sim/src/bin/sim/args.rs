@@ -56,8 +56,14 @@ pub enum Command {
         /// `--at`, the instant marked across the lanes).
         #[arg(long, value_name = "FILE.svg")]
         svg: Option<std::path::PathBuf>,
-        /// Replace the `--save` or `--svg` file if it exists (with `--real`,
-        /// the attempts in `--out`).
+        /// Also write the history as JSON lines to this file, its plan named
+        /// in its header (`sim explain FILE` starts from it).
+        #[arg(long, conflicts_with_all = [
+            "real", "at", "at_seq", "delay_reply", "drop_reply", "drop_fault", "move_fault", "set",
+        ])]
+        jsonl: Option<std::path::PathBuf>,
+        /// Replace the `--save`, `--svg` or `--jsonl` file if it exists (with
+        /// `--real`, the attempts in `--out`).
         #[arg(long)]
         force: bool,
         /// Run the plan against a throwaway PostgreSQL with the production
@@ -229,7 +235,8 @@ pub struct RunArgs {
 /// What `sim explain` explains, and how thoroughly.
 #[derive(Args)]
 pub struct ExplainArgs {
-    /// A replay token, or a scenario file (`scenarios/NAME.toml`).
+    /// A replay token, a scenario file (`scenarios/NAME.toml`), or a history
+    /// saved by `sim run --jsonl` or `sim replay --jsonl` (it names its plan).
     pub input: String,
     /// Instants on the first, even grid over the run.
     #[arg(long, default_value_t = 24)]

@@ -4,7 +4,7 @@
 
 use retention_sim::checker::Verdict;
 use retention_sim::model::{Flaw, History, RunSpec};
-use retention_sim::report::{Expect, Scenario, replay_command, scenario_report};
+use retention_sim::report::{Expect, Scenario, replay_command, replay_token, scenario_report};
 use retention_sim::report::{MAX_PICTURE_EVENTS, Overlay, swimlanes_with};
 use retention_sim::search::{SHRINK_RUNS, Shrunk, shrink, violated_clause};
 use retention_sim::{Sim, check, format_failure};
@@ -73,7 +73,10 @@ pub fn write_picture(path: &Path, svg: &str, force: bool) -> Result<(), String> 
 pub fn run_one(spec: &RunSpec, outputs: &Outputs<'_>) -> Result<bool, String> {
     let history = Sim::new(spec).run().map_err(|error| error.to_string())?;
     if let Some(path) = outputs.jsonl {
-        write_checked(path, &history.to_jsonl(), outputs.force, |text| {
+        // The file carries its plan, so `sim explain FILE` can start there.
+        let mut saved = history.clone();
+        saved.header.plan = Some(replay_token(spec));
+        write_checked(path, &saved.to_jsonl(), outputs.force, |text| {
             History::from_jsonl(text).map(|_| ()).map_err(|error| {
                 format!(
                     "{}: the history would not read back: {error}",

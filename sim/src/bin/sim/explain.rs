@@ -1,4 +1,4 @@
-//! `sim explain TOKEN|SCENARIO.toml`: the failure's chance curve over the
+//! `sim explain TOKEN|SCENARIO.toml|HISTORY.jsonl`: the failure's chance curve over the
 //! run, where it became inevitable, the events and the world there, and a
 //! failing and a passing branch to compare.
 
@@ -19,21 +19,56 @@ use crate::commands::{picture_with, write_picture};
 use crate::files::preflight;
 use crate::output::say;
 
-/// The plan a token or a scenario file names.
-fn plan_of(input: &str) -> Result<RunSpec, String> {
+/// The plan a token, a scenario file or a saved history names, and the
+/// saved history itself if that is what `input` was.
+fn plan_of(input: &str) -> Result<(RunSpec, Option<History>), String> {
     let trimmed = input.trim_start();
     if trimmed.starts_with('{') {
-        return parse_token(input);
+        return Ok((parse_token(input)?, None));
     }
     let path = Path::new(input);
     if !path.is_file() {
         return Err(format!(
-            "{input}: neither a replay token (JSON) nor a scenario file"
+            "{input}: neither a replay token (JSON), a scenario file nor a saved history"
         ));
     }
-    Scenario::load(path)
-        .map(|scenario| scenario.run)
-        .map_err(|error| error.to_string())
+    let text = std::fs::read_to_string(path).map_err(|error| format!("{input}: {error}"))?;
+    if !text
+        .trim_start_matches('\u{feff}')
+        .trim_start()
+        .starts_with('{')
+    {
+        return Scenario::load(path)
+            .map(|scenario| (scenario.run, None))
+            .map_err(|error| error.to_string());
+    }
+    let saved = History::from_jsonl(&text).map_err(|error| format!("{input}: {error}"))?;
+    let Some(token) = &saved.header.plan else {
+        return Err(format!(
+            "{input}: line 1: the history does not name its plan (no \"plan\" in its \
+             header: it was written by a real-mode run or an older sim); explain the \
+             replay token or scenario it came from instead"
+        ));
+    };
+    let spec = parse_token(token).map_err(|error| format!("{input}: line 1: plan: {error}"))?;
+    Ok((spec, Some(saved)))
+}
+
+/// Says where this build's run of the plan parts from the saved history,
+/// if it does: the explanation is of the plan as this build runs it.
+fn compare_with_saved(spec: &RunSpec, saved: &History, input: &str) -> Result<(), String> {
+    let now = Sim::new(spec).run().map_err(|error| error.to_string())?;
+    let common = saved.events.len().min(now.events.len());
+    let parted = (0..common)
+        .find(|&seq| saved.events[seq] != now.events[seq])
+        .or((saved.events.len() != now.events.len()).then_some(common));
+    if let Some(seq) = parted {
+        say!(
+            "note: {input} parts from this build's run of its plan at event {seq}; \
+             what follows explains the plan as this build runs it"
+        );
+    }
+    Ok(())
 }
 
 pub fn run(args: &ExplainArgs) -> Result<bool, String> {
@@ -51,9 +86,15 @@ pub fn run(args: &ExplainArgs) -> Result<bool, String> {
         }
     }
     preflight(&[], &[("--svg", args.svg.as_deref())], args.force)?;
-    let mut spec = plan_of(&args.input)?;
+    let (mut spec, saved) = plan_of(&args.input)?;
     if args.flaw.is_some() {
         spec.flaw = args.flaw;
+    }
+    if let Some(saved) = &saved
+        && args.flaw.is_none()
+        && !args.json
+    {
+        compare_with_saved(&spec, saved, &args.input)?;
     }
     let config = ExplainConfig {
         points: args.points,

@@ -189,11 +189,16 @@ fn status() -> u8 {
             token,
             save,
             svg,
+            jsonl,
             force,
             ..
         } => preflight(
             &[],
-            &[("--save", save.as_deref()), ("--svg", svg.as_deref())],
+            &[
+                ("--save", save.as_deref()),
+                ("--svg", svg.as_deref()),
+                ("--jsonl", jsonl.as_deref()),
+            ],
             force,
         )
         .and_then(|()| parse_token(&token))
@@ -202,7 +207,7 @@ fn status() -> u8 {
                 save_scenario(&spec, &path, force, "sim replay --save")?;
             }
             let outputs = Outputs {
-                jsonl: None,
+                jsonl: jsonl.as_deref(),
                 svg: svg.as_deref(),
                 force,
             };
