@@ -34,8 +34,6 @@ struct Term {
     fenced: BTreeMap<u64, usize>,
     /// Calls in flight: call -> (op, invoke seq).
     in_flight: BTreeMap<u64, (OpKind, usize)>,
-    /// `stop()` had been called when the term started.
-    stop_before_start: bool,
 }
 
 /// One process lifetime of a replica: crashes start a new one.
@@ -227,12 +225,10 @@ impl Walker<'_> {
             let message = format!("term {number} began before term {} ended", previous.number);
             self.found.flag("STP-5", &[previous.started, seq], message);
         }
-        let stop_before_start = self.now.stop_called.is_some();
         self.now.term = Some(Term {
             number,
             started: seq,
             started_at_ms: self.history.events[seq].at_ms,
-            stop_before_start,
             ..Term::default()
         });
     }
@@ -341,7 +337,6 @@ impl Walker<'_> {
             );
             self.found.flag(clause, &[*granted, seq], message);
         }
-        let _ = term.stop_before_start;
     }
 
     fn on_stop_resolved(&mut self, seq: usize, at_ms: i64, caller: u32) {

@@ -358,6 +358,18 @@ fn fen_2_the_database_accepting_a_stale_token() {
     assert_eq!(s.flagged(), vec!["FEN-2"]);
 }
 
+/// A revoked lease is no lease: a delete fenced after the revocation
+/// under its token is FEN-2, and the release that clears it is REL-2.
+#[test]
+fn fen_2_a_delete_fenced_after_its_lease_was_revoked() {
+    let revoked = EventKind::Revoked {
+        call: 3,
+        lease: lease("r1", 2, 4_000),
+    };
+    let s = Script::correct().insert(10, Actor::Lease, revoked);
+    assert_eq!(s.flagged(), vec!["FEN-2", "REL-2"]);
+}
+
 /// FEN-2 as PostgreSQL keeps it: the token is judged when the fence takes
 /// the lease row's share lock, and nothing may change the row until the
 /// delete commits; a commit after the lease's expiry is fine. Times are
@@ -717,6 +729,27 @@ fn data_4_a_cutoff_from_a_clock_running_ahead() {
         "{:?}",
         verdict.violations
     );
+}
+
+/// DATA-4 at its boundary: a row exactly its retention old by the clock
+/// the delete read is not early; a millisecond younger is. The youngest of
+/// the first batch was written at -4,800 ms, with 1,000 ms of retention.
+#[test]
+fn data_4_a_row_exactly_its_retention_old_is_not_early() {
+    let read_at = |clock_ms: i64| {
+        Script::correct()
+            .edit(4, |k| {
+                if let EventKind::Deleted {
+                    deleted_clock_ms, ..
+                } = k
+                {
+                    *deleted_clock_ms = Some(clock_ms);
+                }
+            })
+            .flagged()
+    };
+    assert_eq!(read_at(-3_800), Vec::<&str>::new());
+    assert_eq!(read_at(-3_801), vec!["DATA-4"]);
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The histories of many swarm seeds, hashed and pinned: a restructuring
 //! of the simulator (issue 38) must leave every event of every run, and so
 //! every random draw's order, as it was. Seeds are pinned in blocks, so a
-//! mismatch names the seed range to compare (`sim run --seed N --jsonl`
+//! mismatch names the seed range to compare (`sim run --swarm --seed N --jsonl`
 //! before and after the change).
 //!
 //! The checker's judgement of the same runs is pinned beside them: every
@@ -257,7 +257,7 @@ fn every_swarm_history_and_its_judgement_is_as_pinned() {
             changed.push(format!(
                 "{name}: the same histories, judged differently: pinned \
                  {pinned_judgements:?}, now {judgements} (compare the verdicts, \
-                 `sim run --seed N`, and the probe counts before and after \
+                 `sim run --swarm --seed N`, and the probe counts before and after \
                  the change)"
             ));
         }
