@@ -207,8 +207,10 @@ pub fn coverage(history: &History) -> BTreeMap<&'static str, u64> {
     // Expiries are on the database's clock, events on the run's time.
     let db_clock = super::clocks::HostClock::of_database(history);
     let db_ms = |at_ms: i64| db_clock.reading_at(at_ms);
-    // The lease row's holder as granted: owner, token, expiry.
-    let mut holder: Option<(String, u64, i64)> = None;
+    // The owner of the latest grant. A fence that answers "stale token"
+    // found that grant in the row: a release or revocation empties the
+    // row, and a fence then finds no lease at all, until the next grant.
+    let mut granted_last_to: Option<String> = None;
     let mut expiry_by_token: BTreeMap<u64, i64> = BTreeMap::new();
     let mut granted_calls = std::collections::BTreeSet::new();
     // Each replica's newest lease expiry as its client saw it.
@@ -284,7 +286,7 @@ pub fn coverage(history: &History) -> BTreeMap<&'static str, u64> {
                     _ => {}
                 }
                 if let (OpKind::Renew, Invocation::Renew { lease }) = (op, &record.invocation)
-                    && db_ms(event.at_ms) > lease.expires_at_ms
+                    && db_ms(event.at_ms) >= lease.expires_at_ms
                 {
                     hit("renewal-after-expiry");
                 }
@@ -301,18 +303,14 @@ pub fn coverage(history: &History) -> BTreeMap<&'static str, u64> {
                     hit("orphan-grant");
                 }
                 granted_calls.insert(*call);
-                holder = Some((lease.owner.clone(), lease.token, lease.expires_at_ms));
+                granted_last_to = Some(lease.owner.clone());
                 expiry_by_token.insert(lease.token, lease.expires_at_ms);
             }
-            EventKind::Released { cleared, .. } => {
-                if *cleared {
-                    hit("release-cleared");
-                    holder = None;
-                } else {
-                    hit("release-cleared-nothing");
-                }
-            }
-            EventKind::Revoked { .. } => holder = None,
+            EventKind::Released { cleared, .. } => hit(if *cleared {
+                "release-cleared"
+            } else {
+                "release-cleared-nothing"
+            }),
             EventKind::LockWait { op, .. } => match op {
                 OpKind::Renew => hit("renewal-waited-behind-delete"),
                 OpKind::Acquire => hit("acquire-waited-behind-delete"),
@@ -323,7 +321,7 @@ pub fn coverage(history: &History) -> BTreeMap<&'static str, u64> {
                 if reason.contains("expired") {
                     hit("delete-fenced-expired");
                 } else if reason.contains("stale token") {
-                    let own = holder.as_ref().map(|(owner, ..)| owner) == deleter.as_ref();
+                    let own = granted_last_to.as_ref() == deleter.as_ref();
                     hit(if own {
                         "delete-fenced-by-own-renewal"
                     } else {

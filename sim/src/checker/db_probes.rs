@@ -14,21 +14,14 @@ pub(super) fn count(history: &History, hits: &mut BTreeMap<&'static str, u64>) {
     };
     let lock_timeout_ms = i64::try_from(history.header.lock_timeout_ms).unwrap_or(i64::MAX);
     let mut first_wait: BTreeMap<u64, i64> = BTreeMap::new();
-    let mut delete_calls = BTreeSet::new();
     let mut renew_calls = BTreeSet::new();
     let mut released_at_ms = None;
     let mut resumed_at_ms = None;
     for event in &history.events {
         match &event.kind {
-            EventKind::Invoke { call, invocation } => match invocation.kind() {
-                OpKind::Delete => {
-                    delete_calls.insert(*call);
-                }
-                OpKind::Renew => {
-                    renew_calls.insert(*call);
-                }
-                _ => {}
-            },
+            EventKind::Invoke { call, invocation } if invocation.kind() == OpKind::Renew => {
+                renew_calls.insert(*call);
+            }
             EventKind::LockWait { call, op, .. } => {
                 if first_wait.contains_key(call) {
                     hit("lock-wait-restarted");
@@ -39,9 +32,9 @@ pub(super) fn count(history: &History, hits: &mut BTreeMap<&'static str, u64>) {
                     hit("fence-waited-behind-commit");
                 }
             }
-            EventKind::RolledBack { call, .. } if delete_calls.contains(call) => {
-                released_at_ms = Some(event.at_ms);
-            }
+            // Only a delete's transaction rolls back (a history's rules
+            // hold every `rolled_back` to a delete call).
+            EventKind::RolledBack { .. } => released_at_ms = Some(event.at_ms),
             EventKind::StandbyResumed => resumed_at_ms = Some(event.at_ms),
             EventKind::Granted { call, .. }
             | EventKind::Refused { call, .. }

@@ -49,9 +49,10 @@ pub struct Header {
     #[serde(default)]
     pub lock_timeout_ms: u64,
     /// The replay token of the plan that made this history, where its
-    /// writer knew it (`sim run --jsonl`, `sim replay --jsonl`), so that
-    /// `sim explain` can start from the saved file. Absent otherwise, and
-    /// from every history the simulator records itself.
+    /// writer knew it (`sim run --jsonl`, `sim replay --jsonl`, and the
+    /// histories real mode saves), so that `sim explain` can start from the
+    /// saved file. Absent otherwise, and from every history the simulator
+    /// records itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<String>,
 }

@@ -4,6 +4,7 @@
 use std::process::Command;
 
 use retention_sim::History;
+use retention_sim::report::parse_token;
 use test_support::TempServer;
 
 use crate::words;
@@ -80,7 +81,26 @@ fn a_plan_that_keeps_every_clause_is_not_reproduced_and_each_attempt_is_saved() 
             );
         }
         assert!(out.join(format!("attempt-{attempt}.svg")).exists());
+        // It names its plan, so `sim explain` starts from the file.
+        let named = history
+            .header
+            .plan
+            .as_deref()
+            .expect("the header names its plan");
+        assert_eq!(parse_token(named), parse_token(&token));
     }
+    let explained = sim(&[
+        "explain",
+        out.join("attempt-1.jsonl").to_str().unwrap(),
+        "--points",
+        "2",
+        "--branches",
+        "2",
+    ]);
+    let said = String::from_utf8_lossy(&explained.stdout);
+    assert_eq!(explained.status.code(), Some(0), "{said}");
+    assert!(said.contains("recorded against PostgreSQL"), "{said}");
+    assert!(said.contains("there is no failure to explain"), "{said}");
     // A second replay into the same folder is refused, naming it.
     let again = sim(&["replay", &token, "--real", "--out", out.to_str().unwrap()]);
     assert_eq!(again.status.code(), Some(2));
@@ -227,11 +247,16 @@ fn scenario_real_makes_its_out_folder_and_writes_each_history_there() {
         out.to_str().unwrap(),
     ]);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        out.join("last-batch-asks-for-the-remaining-allowance.jsonl")
-            .is_file(),
-        "{stderr}"
-    );
+    let saved = out.join("last-batch-asks-for-the-remaining-allowance.jsonl");
+    let text = std::fs::read_to_string(&saved).unwrap_or_else(|_| panic!("{stderr}"));
+    let history = History::from_jsonl(&text).expect("a valid history");
+    let scenario = retention_sim::Scenario::load(std::path::Path::new(file)).unwrap();
+    let named = history
+        .header
+        .plan
+        .as_deref()
+        .expect("the header names its plan");
+    assert_eq!(parse_token(named), Ok(scenario.run));
     assert!(table.is_file(), "{stderr}");
     let nowhere = dir.join("no-such-parent").join("histories");
     let refused = scenario_real(&["--out", nowhere.to_str().unwrap()]);

@@ -8,7 +8,7 @@ use retention_sim::model::{
     ReleaseRec, RowRec, TermEndRec,
 };
 
-fn lease(owner: &str, token: u64, expires_at_ms: i64) -> LeaseRec {
+pub(crate) fn lease(owner: &str, token: u64, expires_at_ms: i64) -> LeaseRec {
     LeaseRec {
         owner: owner.into(),
         token,
@@ -27,14 +27,14 @@ fn returned(call: u64, op: OpKind, outcome: Outcome) -> EventKind {
 }
 
 /// Builds a history event by event; calls are numbered in order.
-struct Script {
+pub(crate) struct Script {
     events: Vec<Event>,
     now_ms: i64,
     header: Header,
 }
 
 impl Script {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let header = Header {
             seed: 7,
             replicas: 2,
@@ -56,12 +56,12 @@ impl Script {
         }
     }
 
-    fn at(&mut self, now_ms: i64) -> &mut Self {
+    pub(crate) fn at(&mut self, now_ms: i64) -> &mut Self {
         self.now_ms = now_ms;
         self
     }
 
-    fn push(&mut self, actor: Actor, term: u32, kind: EventKind) -> &mut Self {
+    pub(crate) fn push(&mut self, actor: Actor, term: u32, kind: EventKind) -> &mut Self {
         self.events.push(Event {
             at_ms: self.now_ms,
             actor,
@@ -71,7 +71,13 @@ impl Script {
         self
     }
 
-    fn call(&mut self, replica: u32, term: u32, call: u64, invocation: Invocation) -> &mut Self {
+    pub(crate) fn call(
+        &mut self,
+        replica: u32,
+        term: u32,
+        call: u64,
+        invocation: Invocation,
+    ) -> &mut Self {
         self.push(
             Actor::Replica(replica),
             term,
@@ -79,7 +85,7 @@ impl Script {
         )
     }
 
-    fn reply(
+    pub(crate) fn reply(
         &mut self,
         replica: u32,
         term: u32,
@@ -108,7 +114,7 @@ impl Script {
     }
 
     /// The lease service grants r1's `call` in term 1 `lease`, and r1 hears it.
-    fn granted_to_r1(&mut self, call: u64, op: OpKind, lease: LeaseRec) -> &mut Self {
+    pub(crate) fn granted_to_r1(&mut self, call: u64, op: OpKind, lease: LeaseRec) -> &mut Self {
         let grant = EventKind::Granted {
             call,
             lease: lease.clone(),
@@ -189,7 +195,7 @@ impl Script {
         s
     }
 
-    fn history(&self) -> History {
+    pub(crate) fn history(&self) -> History {
         History {
             header: self.header.clone(),
             events: self.events.clone(),
@@ -239,7 +245,7 @@ impl Script {
     }
 }
 
-fn term_ended() -> EventKind {
+pub(crate) fn term_ended() -> EventKind {
     EventKind::TermEnded {
         end: TermEndRec::Completed,
         rows: 237,

@@ -66,13 +66,17 @@ fn digests(seeds: std::ops::Range<u64>, spec_of: impl Fn(u64) -> RunSpec) -> (St
 /// pause first (it was `892a9349629922c6`). Every other seed's history
 /// is byte-for-byte as it was.
 /// The judgements' digests were pinned later (issue 42), on the tree of
-/// `3b2f5a2`.
+/// `3b2f5a2`. Three changed since, on purpose: a renewal answered or sent
+/// at the very instant its lease expired now counts as late (the lease
+/// is expired from that instant), which some runs of these blocks do
+/// (they were `e462338d4c73b0f3`, `eb8280ec41307f5c` and
+/// `44641ec2275af074`); no violation changed.
 const PINNED: &[(&str, &str, &str)] = &[
     ("production 0..250", "651d6853a03851bd", "870044ff32243456"),
     (
         "production 250..500",
         "8719697c5aad9750",
-        "e462338d4c73b0f3",
+        "3e2bad6fc87ffa4e",
     ),
     (
         "production 500..750",
@@ -97,7 +101,7 @@ const PINNED: &[(&str, &str, &str)] = &[
     (
         "production 1500..1750",
         "1c8344eb8552a3fa",
-        "eb8280ec41307f5c",
+        "e491592d47ebc007",
     ),
     (
         "production 1750..2000",
@@ -207,7 +211,7 @@ const PINNED: &[(&str, &str, &str)] = &[
     (
         "renewal-outlives-stop 0..100",
         "4853d8c579e7b5c3",
-        "44641ec2275af074",
+        "a8b849c468ec1b8d",
     ),
     (
         "release-stale-term-lease 0..100",

@@ -27,6 +27,7 @@ mod mutate;
 mod named_outputs;
 mod names;
 mod pictures;
+mod probe_edges;
 mod properties;
 mod regressions;
 mod replay;

@@ -70,20 +70,30 @@ pub fn write_picture(path: &Path, svg: &str, force: bool) -> Result<(), String> 
     })
 }
 
+/// `history` as JSON lines whose header names `spec`, the plan that made
+/// it, so `sim explain FILE` can start from the file.
+pub fn jsonl_naming_plan(history: &History, spec: &RunSpec) -> String {
+    let mut saved = history.clone();
+    saved.header.plan = Some(replay_token(spec));
+    saved.to_jsonl()
+}
+
 pub fn run_one(spec: &RunSpec, outputs: &Outputs<'_>) -> Result<bool, String> {
     let history = Sim::new(spec).run().map_err(|error| error.to_string())?;
     if let Some(path) = outputs.jsonl {
-        // The file carries its plan, so `sim explain FILE` can start there.
-        let mut saved = history.clone();
-        saved.header.plan = Some(replay_token(spec));
-        write_checked(path, &saved.to_jsonl(), outputs.force, |text| {
-            History::from_jsonl(text).map(|_| ()).map_err(|error| {
-                format!(
-                    "{}: the history would not read back: {error}",
-                    path.display()
-                )
-            })
-        })?;
+        write_checked(
+            path,
+            &jsonl_naming_plan(&history, spec),
+            outputs.force,
+            |text| {
+                History::from_jsonl(text).map(|_| ()).map_err(|error| {
+                    format!(
+                        "{}: the history would not read back: {error}",
+                        path.display()
+                    )
+                })
+            },
+        )?;
     }
     let verdict = check(&history);
     // A picture that cannot be drawn or written loses none of the rest:

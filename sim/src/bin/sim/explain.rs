@@ -46,7 +46,7 @@ fn plan_of(input: &str) -> Result<(RunSpec, Option<History>), String> {
     let Some(token) = &saved.header.plan else {
         return Err(format!(
             "{input}: line 1: the history does not name its plan (no \"plan\" in its \
-             header: it was written by a real-mode run or an older sim); explain the \
+             header: it was written by an older sim or another tool); explain the \
              replay token or scenario it came from instead"
         ));
     };
@@ -64,8 +64,9 @@ fn compare_with_saved(spec: &RunSpec, saved: &History, input: &str) -> Result<()
         .or((saved.events.len() != now.events.len()).then_some(common));
     if let Some(seq) = parted {
         say!(
-            "note: {input} parts from this build's run of its plan at event {seq}; \
-             what follows explains the plan as this build runs it"
+            "note: {input} parts from this build's simulated run of its plan at event \
+             {seq} (a history recorded against PostgreSQL, or by another build, may); \
+             what follows explains the plan as this build simulates it"
         );
     }
     Ok(())
@@ -161,6 +162,21 @@ fn bar(chance: f64) -> String {
     format!("{}{}", "#".repeat(cells), ".".repeat(20 - cells.min(20)))
 }
 
+/// Prints `events` (marked `>`) after the few before them, or the one at
+/// `otherwise` if there are none; returns the last printed.
+fn print_events(history: &History, events: &[usize], otherwise: usize) -> usize {
+    let (first, last) = match (events.first(), events.last()) {
+        (Some(&first), Some(&last)) => (first, last),
+        _ => (otherwise, otherwise),
+    };
+    let last = last.min(history.events.len() - 1);
+    for seq in first.saturating_sub(4)..=last {
+        let mark = if events.contains(&seq) { ">" } else { " " };
+        say!("{mark}{}", history.timeline_line(seq));
+    }
+    last
+}
+
 fn print(spec: &RunSpec, explained: &Explanation) -> Result<(), String> {
     let history = Sim::new(spec).run().map_err(|error| error.to_string())?;
     let (from, to) = explained.jump;
@@ -170,6 +186,11 @@ fn print(spec: &RunSpec, explained: &Explanation) -> Result<(), String> {
         explained.violation,
         explained.violation_events
     );
+    // The violation's own events, where the review's cause often shows
+    // (a second renewal started while one is pending) once it is certain.
+    for &seq in &explained.violation_events {
+        say!("!{}", history.timeline_line(seq));
+    }
     say!(
         "\nthe chance that a fresh future from each instant violates {} ({} branches each, {} runs):",
         explained.clause,
@@ -193,11 +214,8 @@ fn print(spec: &RunSpec, explained: &Explanation) -> Result<(), String> {
         say!(
             "\nno instant stands out (no rise of {JUMP_MIN_RISE} or more): {first:.2} of fresh futures \
              from the start fail already; the failure needs nothing this run's timing or faults \
-             did. Its own events:"
+             did; its own events are the ones marked ! above."
         );
-        for &seq in &explained.violation_events {
-            say!(">{}", history.timeline_line(seq));
-        }
         say!("the run itself: {}", replay_command(spec));
         return Ok(());
     }
@@ -222,15 +240,20 @@ fn print(spec: &RunSpec, explained: &Explanation) -> Result<(), String> {
         ),
         None => {}
     }
-    let jump = &explained.jump_events;
-    let (first, last) = match (jump.first(), jump.last()) {
-        (Some(&first), Some(&last)) => (first, last),
-        _ => (to.seq, to.seq),
-    };
     say!("the events there (>), after what came just before:");
-    for seq in first.saturating_sub(4)..=last.min(history.events.len() - 1) {
-        let mark = if jump.contains(&seq) { ">" } else { " " };
-        say!("{mark}{}", history.timeline_line(seq));
+    let last = print_events(&history, &explained.jump_events, to.seq);
+    // The jump is where the failure became likely; where it became all
+    // but certain may be a later event, and the cause a reader looks for.
+    if let Some((sealed_from, sealed_to)) = explained.sealed
+        && sealed_from.seq < sealed_to.seq
+    {
+        say!(
+            "the events where it rose to {SEALED_CHANCE} or more ({} ms to {} ms):",
+            sealed_from.at_ms,
+            sealed_to.at_ms
+        );
+        let sealed: Vec<usize> = (sealed_from.seq + 1..=sealed_to.seq).collect();
+        print_events(&history, &sealed, sealed_to.seq);
     }
     match last_fault_before(&history, last) {
         Some(seq) => say!(

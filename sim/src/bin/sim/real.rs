@@ -2,6 +2,7 @@
 //! PostgreSQL with the production worker and adapters, judged by the same
 //! checker, each attempt's history and picture saved.
 
+use crate::commands::jsonl_naming_plan;
 use crate::output::say;
 use std::path::Path;
 
@@ -63,7 +64,7 @@ pub fn replay_real(
         let (number, history) = (attempt.number, &attempt.run.history);
         let jsonl = out.join(format!("attempt-{number}.jsonl"));
         let svg = out.join(format!("attempt-{number}.svg"));
-        write(&jsonl, &history.to_jsonl(), force)?;
+        write(&jsonl, &jsonl_naming_plan(history, spec), force)?;
         write(&svg, &swimlanes(history, &attempt.verdict), force)?;
         say!(
             "attempt {number} of {attempts}: {} events, {} ({})",
@@ -232,7 +233,8 @@ pub fn scenarios_real(
         let compared = compare_scenario(&server, &scenario, &format!("scenario_{index}"))?;
         if let Some(out) = out {
             let jsonl = out.join(format!("{}.jsonl", scenario.name));
-            write(&jsonl, &compared.real.history.to_jsonl(), force)?;
+            let text = jsonl_naming_plan(&compared.real.history, &scenario.run);
+            write(&jsonl, &text, force)?;
         }
         let real_verdict = verdict_text(&compared.verdict);
         match &compared.judged {

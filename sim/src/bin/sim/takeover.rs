@@ -2,6 +2,7 @@
 //! replica is granted the lease, as a distribution over many runs in the
 //! simulator and against PostgreSQL, beside the formula's bound.
 
+use crate::commands::jsonl_naming_plan;
 use crate::output::say;
 use retention_sim::Sim;
 use retention_sim::real::{RealServer, takeover_batch};
@@ -101,7 +102,8 @@ pub fn run_takeover(args: &TakeoverArgs) -> Result<bool, String> {
                 for (k, at_ms, run) in takeover_batch(server, story, args.start, batch) {
                     if let Some(dir) = &args.out {
                         let path = history_file(dir, story, k);
-                        let text = run.history.to_jsonl();
+                        let spec = story_plan(story, args.start + k).0;
+                        let text = jsonl_naming_plan(&run.history, &spec);
                         crate::files::write_checked(&path, &text, args.force, |_| Ok(()))
                             .map_err(|problem| format!("--out {problem}"))?;
                     }
