@@ -9,7 +9,7 @@ use super::emit;
 use super::statement::{Effect, StatementId, Timed, TxnId};
 
 /// Something due at an instant.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum Due {
     LockTimeout(StatementId),
     StatementTimeout(StatementId),
@@ -28,10 +28,17 @@ impl Database {
     pub fn advance_to(&mut self, now_ms: i64) -> Vec<Timed> {
         assert!(now_ms >= self.now_ms, "the database's clock went back");
         let mut out = Vec::new();
+        let mut fired = None;
         while let Some((at_ms, due)) = self.earliest() {
             if at_ms > now_ms {
                 break;
             }
+            // Firing a due retires it; one that stays due would fire forever.
+            assert!(
+                fired != Some((at_ms, due)),
+                "{due:?} at {at_ms} ms is still due after it fired"
+            );
+            fired = Some((at_ms, due));
             let at_ms = at_ms.max(self.now_ms);
             self.now_ms = at_ms;
             self.fire(due, at_ms, &mut out);
