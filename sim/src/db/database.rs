@@ -333,11 +333,4 @@ impl Database {
     pub fn is_open(&self, txn: TxnId) -> bool {
         self.txns.contains_key(&txn)
     }
-
-    /// Rows `txn`'s delete has locked (0 for a transaction not open).
-    pub fn locked_by(&self, txn: TxnId) -> u64 {
-        self.txns
-            .get(&txn)
-            .map_or(0, |open| open.deleted.len() as u64)
-    }
 }

@@ -133,11 +133,13 @@ impl Records {
     /// `COMMIT` of `txn`'s `DELETE`: its locked rows go.
     pub fn remove_locked(&mut self, txn: u64, rows: &[RowRec]) {
         let holder = Some(holder_id(txn));
+        assert!(
+            rows.len() <= self.rows.len(),
+            "commit of more rows than the table holds"
+        );
         // The common commit: `rows` are the table's oldest, in order.
-        let oldest = rows.len() <= self.rows.len()
-            && rows.iter().zip(&self.rows).all(|(row, kept)| {
-                kept.key() == (row.created_at_ms, row.id) && kept.holder == holder
-            });
+        let oldest = (self.rows.iter().zip(rows))
+            .all(|(kept, row)| (kept.key(), kept.holder) == ((row.created_at_ms, row.id), holder));
         if oldest {
             self.rows.drain(..rows.len());
             return;
@@ -187,7 +189,8 @@ fn sorted_keys(created_at_ms: &[i64]) -> Vec<(i64, u64)> {
     };
     let ids = 1..=created_at_ms.len() as u64;
     let span = max.abs_diff(min);
-    if span >= 1 << 40 || created_at_ms.len() >= 1 << 24 {
+    let ids_fit = created_at_ms.len() < PACKED_ROWS_MAX;
+    if span >= PACKED_SPAN_MS_MAX || !ids_fit {
         let mut keys: Vec<(i64, u64)> = created_at_ms.iter().copied().zip(ids).collect();
         keys.sort_unstable();
         return keys;
@@ -209,6 +212,11 @@ fn sorted_keys(created_at_ms: &[i64]) -> Vec<(i64, u64)> {
 
 /// The low bits of a packed key that hold the row's id.
 const ID_BITS: u32 = 24;
+
+/// Tables packed into one `u64` a row: fewer rows than ids fit in
+/// [`ID_BITS`], and times spanning less than the bits above them hold.
+const PACKED_ROWS_MAX: usize = 1 << ID_BITS;
+const PACKED_SPAN_MS_MAX: u64 = 1 << (u64::BITS - ID_BITS);
 
 /// A stable least-significant-digit radix sort of packed keys by their
 /// time bits (the `time_bits` above [`ID_BITS`]): a few linear passes where

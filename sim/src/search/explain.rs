@@ -7,6 +7,7 @@
 //! events there are what sealed it. The grid is refined around the rise,
 //! down to single instants when the budget allows.
 
+use std::ops::Range;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -16,7 +17,7 @@ use serde::Serialize;
 
 use super::explore::on_threads;
 use crate::checker::check;
-use crate::model::{Branch, FaultConfig, History, RunSpec};
+use crate::model::{Branch, EventKind, FaultConfig, FaultEvent, History, RunSpec};
 use crate::report::ChanceBand;
 use crate::subject::Sim;
 
@@ -86,6 +87,12 @@ pub struct Explanation {
     /// The events inside the jump, kept by the later point's branches and
     /// not by the earlier's: what made the failure (all but) inevitable.
     pub jump_events: Vec<usize>,
+    /// The calls whose faults the jump's later point keeps and its earlier
+    /// point draws afresh: those issued from the earlier point's event on
+    /// (a call draws its faults just after it is issued, and a branch draws
+    /// afresh from just after its event). A call's faults show only in its
+    /// reply, often well after the jump.
+    pub jump_calls: Vec<DrawnCall>,
     /// Where the chance last rose into [`SEALED_CHANCE`] or more and
     /// stayed there, when that is not the jump; the first point twice when
     /// it is there from the start.
@@ -95,8 +102,22 @@ pub struct Explanation {
     pub failing_branch: Option<RunSpec>,
     /// See `failing_branch`.
     pub passing_branch: Option<RunSpec>,
+    /// As `jump_calls`, for where the chance rose to [`SEALED_CHANCE`].
+    pub sealed_calls: Vec<DrawnCall>,
     /// Branch runs spent.
     pub runs: usize,
+}
+
+/// A call whose faults were drawn inside an interval of the curve.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DrawnCall {
+    /// Its `Invoke` event.
+    pub issued: usize,
+    /// Its `Return` event, if the reply came before the run ended.
+    pub replied: Option<usize>,
+    /// The fault the plan puts on it, if any (the run's own draws are not
+    /// recorded; the reply shows what they did).
+    pub planned: Option<FaultEvent>,
 }
 
 /// The least rise in chance that counts as a jump: below it, no instant
@@ -236,12 +257,38 @@ pub fn explain(spec: &RunSpec, config: &ExplainConfig) -> Result<Option<Explanat
         curve: curve.iter().map(|(point, _, _)| *point).collect(),
         jump,
         jump_events: (jump.0.seq + 1..=jump.1.seq).collect(),
+        jump_calls: calls_drawn(spec, &history, jump.0.seq..jump.1.seq),
         sealed: (sealed_from != from || sealed_to != to)
             .then(|| (curve[sealed_from].0, curve[sealed_to].0)),
         failing_branch: curve[from].1.clone(),
         passing_branch: curve[from].2.clone(),
+        sealed_calls: if (sealed_from, sealed_to) == (from, to) {
+            Vec::new()
+        } else {
+            calls_drawn(
+                spec,
+                &history,
+                curve[sealed_from].0.seq..curve[sealed_to].0.seq,
+            )
+        },
         runs,
     }))
+}
+
+/// The calls issued by the events in `seqs`, with their replies and the
+/// plan's faults on them.
+fn calls_drawn(spec: &RunSpec, history: &History, seqs: Range<usize>) -> Vec<DrawnCall> {
+    seqs.filter_map(|issued| match history.events[issued].kind {
+        EventKind::Invoke { call, .. } => Some(DrawnCall {
+            issued,
+            replied: (history.events.iter().skip(issued))
+                .position(|e| matches!(e.kind, EventKind::Return { call: c, .. } if c == call))
+                .map(|after| issued + after),
+            planned: super::planned_fault_on(spec, history, call),
+        }),
+        _ => None,
+    })
+    .collect()
 }
 
 /// The branches that failed and those that did not.

@@ -21,7 +21,8 @@ mod what_if;
 
 pub use bench::{BenchConfig, BenchReport, Detection, FlawFigures, bench, standard};
 pub use explain::{
-    CurvePoint, ExplainConfig, Explanation, JUMP_MIN_RISE, SEALED_CHANCE, branch_of, explain,
+    CurvePoint, DrawnCall, ExplainConfig, Explanation, JUMP_MIN_RISE, SEALED_CHANCE, branch_of,
+    explain,
 };
 pub use explore::{
     ExploreConfig, ExploreSummary, FailedSeed, Progress, base_spec, explore, explore_until,
@@ -38,4 +39,4 @@ pub use shrink::{
     SHRINK_RUNS, Shrunk, plan_size, shrink, shrink_while, shrink_with, violated_clause,
 };
 pub use swarm::swarm;
-pub use what_if::{Intervention, WhatIf, violation_site, what_if};
+pub use what_if::{Intervention, WhatIf, planned_fault_on, violation_site, what_if};

@@ -258,10 +258,7 @@ fn put_on_call(
     edit: impl FnOnce(&mut FaultEvent),
 ) -> Result<(), String> {
     let (replica, op, nth) = call_of(recorded, call)?;
-    let aims = |event: &FaultEvent| {
-        matches!(event, FaultEvent::CallFault { replica: r, op: o, nth: n, .. }
-            if *r == replica && *o == op && *n == nth)
-    };
+    let aims = |event: &FaultEvent| aims_call(event, (replica, op, nth));
     // A fault the plan already puts on the call is changed in place; a new
     // one goes with the interventions, which start no task.
     let fault = if let Some(at) = spec.events.iter().position(aims) {
@@ -286,6 +283,22 @@ fn put_on_call(
     };
     edit(fault);
     Ok(())
+}
+
+/// Whether `event` is a call fault on the call `(replica, op, nth)`.
+fn aims_call(event: &FaultEvent, (replica, op, nth): (u32, OpKind, u32)) -> bool {
+    matches!(event, FaultEvent::CallFault { replica: r, op: o, nth: n, .. }
+        if *r == replica && *o == op && *n == nth)
+}
+
+/// The fault `spec`'s plan (or an intervention) puts on the run-wide call
+/// `call` of its run `history`, if any.
+pub fn planned_fault_on(spec: &RunSpec, history: &History, call: u64) -> Option<FaultEvent> {
+    let aimed = call_of(history, call).ok()?;
+    (spec.events.iter())
+        .chain(&spec.interventions)
+        .find(|event| aims_call(event, aimed))
+        .cloned()
 }
 
 /// The replica, operation and count among that replica's calls of that

@@ -32,6 +32,7 @@ mod outputs;
 mod real_mode;
 mod replay;
 mod round_trips;
+mod seeded_table;
 mod timed;
 mod unheard;
 

@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use retention_sim::model::{Actor, EventKind, Flaw, History, Invocation, OpKind, Outcome, RunSpec};
+use retention_sim::model::{
+    Actor, EventKind, FaultEvent, Flaw, History, Invocation, OpKind, Outcome, RunSpec,
+};
 use retention_sim::report::{Overlay, swimlanes_with};
 use retention_sim::search::{ExplainConfig, Explanation, branch_of, explain, swarm};
 use retention_sim::{Scenario, Sim, check};
@@ -144,7 +146,46 @@ fn the_jump_names_the_event_each_review_finding_blames() {
             explained.jump_events
         );
         assert!(explained.jump.1.chance() - explained.jump.0.chance() >= 0.2);
+        if number == "1" {
+            the_jump_holds_the_renewal_the_second_overlaps(&history, &explained);
+        }
     }
+}
+
+/// Finding 1's cause, a renewal issued while an earlier one is pending:
+/// the jump names the earlier renewal, whose faults it draws (the plan
+/// holds its reply), and the violation is a later renewal issued before
+/// that reply came.
+fn the_jump_holds_the_renewal_the_second_overlaps(history: &History, explained: &Explanation) {
+    let held = (explained.jump_calls.iter())
+        .find(|call| {
+            matches!(
+                call.planned,
+                Some(FaultEvent::CallFault {
+                    op: OpKind::Renew,
+                    reply_delay_ms: 1_200,
+                    ..
+                })
+            )
+        })
+        .unwrap_or_else(|| panic!("the held renewal in {:?}", explained.jump_calls));
+    let replied = held.replied.expect("the held reply comes");
+    let overlapping = explained.violation_events.iter().any(|&seq| {
+        (held.issued + 1..replied).contains(&seq)
+            && matches!(
+                &history.events[seq].kind,
+                EventKind::Invoke {
+                    invocation: Invocation::Renew { .. },
+                    ..
+                }
+            )
+    });
+    assert!(
+        explained.violation_events.contains(&held.issued) && overlapping,
+        "REN-1's events {:?}: the held renewal issued at event {}, replied at {replied}",
+        explained.violation_events,
+        held.issued
+    );
 }
 
 #[test]

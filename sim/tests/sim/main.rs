@@ -12,6 +12,7 @@ mod determinism;
 mod docs;
 mod escapes;
 mod explain;
+mod explain_shrunk;
 mod fault_timing;
 mod file_circles;
 mod flaws;

@@ -9,7 +9,8 @@ use retention_sim::model::{EventKind, Outcome, RunSpec};
 use retention_sim::report::Overlay;
 use retention_sim::report::{parse_token, replay_command};
 use retention_sim::search::{
-    CurvePoint, ExplainConfig, Explanation, JUMP_MIN_RISE, SEALED_CHANCE, explain, world_at,
+    CurvePoint, DrawnCall, ExplainConfig, Explanation, JUMP_MIN_RISE, SEALED_CHANCE, explain,
+    world_at,
 };
 use retention_sim::world::Moment;
 use retention_sim::{Scenario, Sim, check};
@@ -132,6 +133,25 @@ pub fn run(args: &ExplainArgs) -> Result<bool, String> {
     Ok(false)
 }
 
+/// The calls issued in an interval, whose faults were drawn there: each
+/// with its reply, where those faults show, and the plan's fault on it.
+fn print_drawn_calls(history: &History, calls: &[DrawnCall], interval: &str) {
+    if calls.is_empty() {
+        return;
+    }
+    say!("calls issued {interval}, which drew their faults there (they show in the reply):");
+    for call in calls {
+        say!(" {}", history.timeline_line(call.issued));
+        match call.replied {
+            Some(seq) => say!("   reply{}", history.timeline_line(seq)),
+            None => say!("   no reply before the run ended"),
+        }
+        if let Some(fault) = &call.planned {
+            say!("   the plan's fault on it: {}", fault.describe());
+        }
+    }
+}
+
 /// The last event at or before `seq` that a fault made: a process paused,
 /// cut off or crashed, a clock stepped or slowed, the database's clock
 /// stepped, its standby stalled, rows held by another client, a lease
@@ -242,6 +262,7 @@ fn print(spec: &RunSpec, explained: &Explanation) -> Result<(), String> {
     }
     say!("the events there (>), after what came just before:");
     let last = print_events(&history, &explained.jump_events, to.seq);
+    print_drawn_calls(&history, &explained.jump_calls, "from the jump's start");
     // The jump is where the failure became likely; where it became all
     // but certain may be a later event, and the cause a reader looks for.
     if let Some((sealed_from, sealed_to)) = explained.sealed
@@ -254,13 +275,22 @@ fn print(spec: &RunSpec, explained: &Explanation) -> Result<(), String> {
         );
         let sealed: Vec<usize> = (sealed_from.seq + 1..=sealed_to.seq).collect();
         print_events(&history, &sealed, sealed_to.seq);
+        print_drawn_calls(&history, &explained.sealed_calls, "from the rise's start");
     }
     match last_fault_before(&history, last) {
         Some(seq) => say!(
             "the last fault to strike by then:\n {}",
             history.timeline_line(seq)
         ),
-        None => say!("no fault had struck by then (a fault on a call shows only in its reply)"),
+        None => {
+            let drawn = explained.jump_calls.iter().chain(&explained.sealed_calls);
+            let other = if drawn.into_iter().any(|call| call.planned.is_some()) {
+                " other"
+            } else {
+                ""
+            };
+            say!("no{other} fault had struck by then (a fault on a call shows only in its reply)")
+        }
     }
     let world = world_at(spec, Moment::AfterEvent(last))?;
     say!("\n{world}");
