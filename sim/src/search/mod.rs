@@ -5,6 +5,7 @@
 //! the benchmark. Uses every layer below it.
 
 mod bench;
+mod chance_curve;
 mod event_draws;
 mod explain;
 mod explore;
@@ -20,10 +21,8 @@ mod swarm;
 mod what_if;
 
 pub use bench::{BenchConfig, BenchReport, Detection, FlawFigures, bench, standard};
-pub use explain::{
-    CurvePoint, DrawnCall, ExplainConfig, Explanation, JUMP_MIN_RISE, SEALED_CHANCE, branch_of,
-    explain,
-};
+pub use chance_curve::{CurvePoint, JUMP_MIN_RISE, SEALED_CHANCE};
+pub use explain::{DrawnCall, ExplainConfig, Explanation, branch_of, explain};
 pub use explore::{
     ExploreConfig, ExploreSummary, FailedSeed, Progress, base_spec, explore, explore_until,
     peak_rss_mb, spec_for,

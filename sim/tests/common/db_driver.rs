@@ -146,14 +146,27 @@ impl Driver {
         now_ms: i64,
         session: SessionId,
         txn: TxnId,
+        work: (i64, u32, u64),
+    ) -> StatementId {
+        self.delete_judged(now_ms, session, txn, work, 0)
+    }
+
+    /// A `DELETE` bounded a second time, `retention_ms` back from the
+    /// database's own clock (0: not bounded so).
+    pub fn delete_judged(
+        &mut self,
+        now_ms: i64,
+        session: SessionId,
+        txn: TxnId,
         (older_than_ms, limit, work_ms): (i64, u32, u64),
+        retention_ms: u64,
     ) -> StatementId {
         let request = Request::Delete {
             txn,
             older_than_ms,
             limit,
             work_ms,
-            retention_ms: 0,
+            retention_ms,
         };
         self.send(now_ms, session, request)
     }

@@ -35,6 +35,8 @@ enum Op {
         older_than_ms: i64,
         limit: u32,
         token: u64,
+        /// The second bound, on the database's own clock (0: none).
+        retention_ms: u64,
     },
 }
 
@@ -80,6 +82,11 @@ impl Generator {
                 let step = [0, 1, ttl - 1, ttl, ttl + 1, self.rng.gen_range(0..2 * ttl)];
                 Op::Advance(step[self.rng.gen_range(0..step.len())])
             }
+            // Now and then a row stamped ahead of the database's clock, as
+            // after that clock stepped back.
+            15..=24 if self.rng.gen_bool(0.4) => {
+                Op::Insert(self.now_ms + self.rng.gen_range(0..ttl / 2))
+            }
             15..=24 => Op::Insert(self.now_ms - self.rng.gen_range(0..3 * ttl)),
             25..=44 => Op::Acquire(owner),
             45..=59 => match self.lease_of(owner) {
@@ -96,10 +103,20 @@ impl Generator {
                 } else {
                     self.rng.gen_range(1..=self.last_token + 1)
                 };
+                // A term's cutoff may be ahead of the database's clock (it
+                // stepped back since the cutoff was fixed); the second bound
+                // is what judges such a batch, and 0 turns it off.
+                let older_than_ms = if self.rng.gen_bool(0.3) {
+                    self.now_ms + self.rng.gen_range(ttl / 2..=ttl)
+                } else {
+                    self.now_ms - self.rng.gen_range(0..2 * ttl)
+                };
+                let retention_ms = [0, 0, 1, self.rng.gen_range(0..2 * TTL_MS)];
                 Op::Delete {
-                    older_than_ms: self.now_ms - self.rng.gen_range(0..2 * ttl),
+                    older_than_ms,
                     limit: self.rng.gen_range(1..=8),
                     token,
+                    retention_ms: retention_ms[self.rng.gen_range(0..retention_ms.len())],
                 }
             }
         }
@@ -151,6 +168,7 @@ impl Model {
                 older_than_ms,
                 limit,
                 token,
+                retention_ms,
             } => {
                 // The adapter's conversation: BEGIN, the fence, the delete,
                 // COMMIT (ROLLBACK when fenced).
@@ -160,7 +178,8 @@ impl Model {
                     self.db.rollback(now, 1, txn);
                     return Answer::Fenced(format!("token {token}: {why}"));
                 }
-                self.db.delete(now, 1, txn, (*older_than_ms, *limit, 0));
+                let work = (*older_than_ms, *limit, 0);
+                self.db.delete_judged(now, 1, txn, work, *retention_ms);
                 let commit = self.db.commit(now, 1, txn);
                 let rows = self.db.rows(commit);
                 assert!(
@@ -189,8 +208,8 @@ impl Model {
 
 struct Postgres {
     pool: Pool,
+    options: PgOptions,
     leases: PgLeaseService,
-    records: PgRecords,
 }
 
 /// Sets the test clock that `retention_now_us()` reads.
@@ -224,7 +243,7 @@ impl Postgres {
         };
         Self {
             leases: PgLeaseService::new(pool.clone(), options.clone()),
-            records: PgRecords::new(pool.clone(), options),
+            options,
             pool,
         }
     }
@@ -278,10 +297,16 @@ impl Postgres {
                 older_than_ms,
                 limit,
                 token,
-            } => match self
-                .records
-                .delete_applied(*older_than_ms, *limit, *token)
-                .await
+                retention_ms,
+            } => match PgRecords::new(
+                self.pool.clone(),
+                PgOptions {
+                    retention_ms: *retention_ms,
+                    ..self.options.clone()
+                },
+            )
+            .delete_applied(*older_than_ms, *limit, *token)
+            .await
             {
                 Ok(applied) => Answer::Deleted(
                     applied
@@ -305,6 +330,9 @@ fn the_models_and_postgresql_give_the_same_answers() {
         let pg = Postgres::new(pool, start_ms).await;
         let mut compared = 0usize;
         let mut kinds = [0usize; 4]; // grants, refusals, deletes, fenced
+        // Deletes that took a row ahead of the database's clock; deletes
+        // that the database's own clock bounded tighter than the cutoff.
+        let mut edges = [0usize; 2];
         for seed in 0..SEQUENCES {
             pg.reset(start_ms).await;
             let mut model = Model {
@@ -336,6 +364,22 @@ fn the_models_and_postgresql_give_the_same_answers() {
                     Answer::Fenced(_) => kinds[3] += 1,
                     _ => {}
                 }
+                if let (
+                    Op::Delete {
+                        older_than_ms,
+                        retention_ms,
+                        ..
+                    },
+                    Answer::Deleted(rows),
+                ) = (&op, &on_model)
+                {
+                    // Only a delete with no second bound may take a row
+                    // stamped at or after the database's clock.
+                    edges[0] += usize::from(rows.iter().any(|&(at, _)| at >= model.now_ms));
+                    // The second bound is the tighter one.
+                    let own_ms = model.now_ms - *retention_ms as i64;
+                    edges[1] += usize::from(*retention_ms > 0 && own_ms < *older_than_ms);
+                }
                 generator.observe(&op, &on_model);
                 compared += 1;
             }
@@ -345,7 +389,13 @@ fn the_models_and_postgresql_give_the_same_answers() {
              ({} grants, {} refusals, {} deletes that removed rows, {} fenced)",
             kinds[0], kinds[1], kinds[2], kinds[3]
         );
+        println!(
+            "differential: {} deletes took a row ahead of the database's clock, \
+             {} were bounded by its own clock",
+            edges[0], edges[1]
+        );
         // The sequences must reach every kind of answer, or agreeing proves little.
         assert!(kinds.iter().all(|&count| count >= 20), "{kinds:?}");
+        assert!(edges.iter().all(|&count| count >= 10), "{edges:?}");
     });
 }

@@ -203,6 +203,12 @@ fn skip_locked_leaves_another_transactions_rows_and_a_rollback_returns_them() {
         3,
         "the rolled-back rows stay"
     );
+    let last = db.begin(40, 2);
+    db.fence(40, 2, last, token);
+    db.delete(40, 2, last, (10, 200, 0));
+    assert!(!db.db.records().is_empty(), "deleted, not yet committed");
+    db.commit(40, 2, last);
+    assert!(db.db.records().is_empty(), "every row gone");
 }
 
 #[test]
@@ -280,6 +286,11 @@ fn an_error_in_a_transaction_releases_its_locks_at_once_and_commit_answers_rollb
     let (mut db, lease) = held_by_r1(10_000, &[1, 2, 3], bounds(0, 500));
     let txn = db.begin(0, 2);
     db.fence(0, 2, txn, lease.fencing_token);
+    assert_eq!(
+        db.db.fence_holders(),
+        [txn],
+        "the passed fence holds its share"
+    );
     let delete = db.delete(110, 2, txn, (10, 200, 2_000));
     let renewal = db.lease(200, 3, renew(&lease));
     db.advance(650);
@@ -302,6 +313,7 @@ fn an_error_in_a_transaction_releases_its_locks_at_once_and_commit_answers_rollb
         db.answer(again),
         Some((_, Err(Refusal::Failed(_))))
     ));
+    assert!(db.db.is_open(txn), "aborted, and open until it ends");
     let commit = db.commit(800, 2, txn);
     assert_eq!(
         db.answer(commit),
