@@ -116,6 +116,14 @@ pub struct RowRec {
     pub created_at_ms: i64,
 }
 
+/// Whether a row written at `written_ms` was deleted at `deleted_at_ms`
+/// (both on one clock) younger than `retention_ms`: one exactly its
+/// retention old may go, as DATA-4 has it. The audits of the simulator
+/// and of real mode count by it.
+pub fn deleted_young(written_ms: i64, deleted_at_ms: i64, retention_ms: i64) -> bool {
+    deleted_at_ms - written_ms < retention_ms
+}
+
 /// What a replica asked for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]

@@ -29,7 +29,7 @@ pub use fault_knobs::FaultConfig;
 pub use fault_text::{EventFlag, set_fault_flag};
 pub use faults::{CallOutcome, FaultEvent};
 pub use history::{
-    Actor, Event, EventKind, Header, History, Invocation, LeaseRec, Outcome, RowRec,
+    Actor, Event, EventKind, Header, History, Invocation, LeaseRec, Outcome, RowRec, deleted_young,
 };
 pub use jsonl::HISTORY_FORMAT_VERSION;
 pub use limits::{DAY_MS, HOUR_MS, MAX_ROWS, REPLICAS, replicas_problem};

@@ -17,7 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use retention_worker::pg::Pool;
 
 use super::log::{RealRecorder, wall_us};
-use crate::model::RunSpec;
+use crate::model::{RunSpec, deleted_young};
 
 /// What both audits keep of the change beside its own columns: the
 /// database's clock and true time as it happened, its transaction and
@@ -163,12 +163,11 @@ pub async fn audit(
         let (id, created_at_ms): (i64, i64) = (row.get(0), row.get(1));
         let (clock_us, true_us): (i64, i64) = (row.get(2), row.get(3));
         audit.deleted += 1;
-        if clock_us.div_euclid(1_000) - created_at_ms < retention {
-            audit.early_by_database_clock += 1;
-        }
-        if true_us.div_euclid(1_000) - written_true_ms(id, created_at_ms) < retention {
-            audit.early_by_true_time += 1;
-        }
+        let (clock_ms, true_ms) = (clock_us.div_euclid(1_000), true_us.div_euclid(1_000));
+        let by_clock = deleted_young(created_at_ms, clock_ms, retention);
+        audit.early_by_database_clock += u64::from(by_clock);
+        let by_true_time = deleted_young(written_true_ms(id, created_at_ms), true_ms, retention);
+        audit.early_by_true_time += u64::from(by_true_time);
     }
     audit
 }

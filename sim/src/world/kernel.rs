@@ -125,9 +125,12 @@ impl Kernel {
 
     /// Opens a connection (its round trips are the port's to spend).
     pub fn connect(self: &Arc<Self>) -> Arc<Session> {
+        let id = self.db.open_session();
+        // Session 0 is a call not yet on a connection (the port's caller).
+        assert_ne!(id, 0, "connections are numbered from 1");
         let session = Arc::new(Session {
             kernel: self.clone(),
-            id: self.db.open_session(),
+            id,
             next_seq: AtomicU64::new(0),
             closed: AtomicBool::new(false),
         });

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use retention_sim::db::{Answer, Bounds, LeaseAnswer, LeaseStatement, Refusal};
-use retention_worker::pg::{ACQUIRE, FENCE, RENEW};
+use retention_worker::pg::{ACQUIRE, DELETE_OLDEST, FENCE, RENEW};
 use tokio_postgres::{Client, NoTls};
 
 use crate::commit_wait::name_the_standby;
@@ -30,6 +30,9 @@ enum Action {
     Fence,
     /// A statement of the transaction that works this long.
     Work(u64),
+    /// `DELETE_OLDEST` of one row with no fence first: a write that no
+    /// lease lock stands behind.
+    DeleteOne,
     Commit,
     /// `pg_cancel_backend` of the connection's statement (sent by a third
     /// party; the model's cancel request).
@@ -119,6 +122,26 @@ fn stories() -> Vec<Story> {
                 (900, 0, Commit),
             ],
         },
+        // A commit waits for the standby only if its transaction wrote
+        // (PostgreSQL assigns a transaction id at its first write or row
+        // lock, and only a transaction with one has a commit record).
+        Story {
+            name: "a commit with nothing written ends at once though the standby is silent",
+            bounds: locks,
+            standby_stalled: true,
+            steps: vec![(0, 0, Begin), (100, 0, Commit)],
+        },
+        Story {
+            name: "a delete with no fence still waits for the standby at its commit",
+            bounds: locks,
+            standby_stalled: true,
+            steps: vec![
+                (0, 0, Begin),
+                (100, 0, DeleteOne),
+                (200, 0, Commit),
+                (800, 0, Cancel),
+            ],
+        },
         Story {
             name: "a fence waits behind a grant held until its commit is durable",
             bounds: locks,
@@ -166,6 +189,9 @@ fn model(story: &Story) -> Vec<(Outcome, i64)> {
             }
             Action::Fence => db.fence(at_ms, session, txns[conn].expect("begun"), 1),
             Action::Work(ms) => db.delete(at_ms, session, txns[conn].expect("begun"), (0, 0, ms)),
+            Action::DeleteOne => {
+                db.delete(at_ms, session, txns[conn].expect("begun"), (i64::MAX, 1, 0))
+            }
             Action::Commit => db.commit(at_ms, session, txns[conn].expect("begun")),
             Action::Cancel => {
                 db.cancel(at_ms, session);
@@ -247,9 +273,12 @@ fn outcome_of(
 /// The server's run of `story` on real time.
 async fn server(url: &str, admin: &Client, story: &Story) -> Vec<(Outcome, i64)> {
     admin
-        .batch_execute("TRUNCATE retention_lease")
+        .batch_execute(
+            "TRUNCATE retention_lease; TRUNCATE retention_records RESTART IDENTITY;
+             INSERT INTO retention_records (created_at_ms) VALUES (1), (2), (3)",
+        )
         .await
-        .expect("reset");
+        .expect("reset: the model's three rows");
     let grant = [
         &"retention" as &(dyn tokio_postgres::types::ToSql + Sync),
         &"a",
@@ -325,6 +354,11 @@ async fn server(url: &str, admin: &Client, story: &Story) -> Vec<(Outcome, i64)>
                     Action::Work(ms) => {
                         let seconds = ms as f64 / 1_000.0;
                         client.query("SELECT pg_sleep($1)", &[&seconds]).await
+                    }
+                    Action::DeleteOne => {
+                        let p: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+                            [&i64::MAX, &1i64, &0i64];
+                        client.query(DELETE_OLDEST, &p).await
                     }
                     Action::Commit => client.batch_execute("COMMIT").await.map(|()| Vec::new()),
                 };

@@ -2,6 +2,7 @@
 
 mod api;
 mod architecture;
+mod branch_streams;
 mod checker;
 mod cli;
 mod cli_outputs;

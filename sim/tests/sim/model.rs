@@ -3,6 +3,7 @@
 //! expiry, and a row is old strictly before the cutoff.
 
 use retention_sim::db::Records;
+use retention_sim::model::deleted_young;
 use retention_worker::memory::{FenceRejection, LeaseTable};
 
 #[test]
@@ -136,4 +137,13 @@ fn the_reference_record_table_agrees_with_the_simulated_database() {
         assert_eq!(reference.len(), simulated.len(), "step {step}");
     }
     assert!(!reference.is_empty(), "the stream leaves rows to compare");
+}
+
+/// The audits' rule, DATA-4's bound: a row exactly its retention old may
+/// go, one a millisecond younger went early.
+#[test]
+fn a_row_exactly_its_retention_old_is_not_deleted_young() {
+    assert!(!deleted_young(1_000, 4_000, 3_000));
+    assert!(deleted_young(1_001, 4_000, 3_000));
+    assert!(!deleted_young(999, 4_000, 3_000));
 }

@@ -23,7 +23,7 @@ use self::state::{State, Turns};
 use super::recorder::Recorder;
 use super::wire::Caller;
 use crate::db::{Bounds, CallRef, Database, DbView, Records, Timed};
-use crate::model::{Event, EventKind};
+use crate::model::{Event, EventKind, deleted_young};
 
 /// The database's timing settings for a run.
 #[derive(Debug, Clone)]
@@ -177,9 +177,7 @@ impl DbNode {
             if let EventKind::Deleted { rows, .. } = &event.kind {
                 for row in rows {
                     let written_ms = row.created_at_ms - offset_of(row.id);
-                    if event.at_ms - written_ms < retention_ms {
-                        early += 1;
-                    }
+                    early += u64::from(deleted_young(written_ms, event.at_ms, retention_ms));
                 }
             }
         }
