@@ -1,8 +1,9 @@
 //! Looking for failures: the space of runs a search draws from (`space`),
 //! swarm plans drawn from a seed (fault events in `event_draws`), sweeps over many seeds, shrinking a
 //! failing plan (`shrink`), the conditions a sweep's failures share (`hints`), a
-//! replayed run with interventions (`what_if`), the property suite, and
-//! the benchmark. Uses every layer below it.
+//! replayed run with interventions (`what_if`), when a failure became
+//! inevitable (`explain`, its chance curve in `chance_curve`), the
+//! property suite, and the benchmark. Uses every layer below it.
 
 mod bench;
 mod chance_curve;
