@@ -2,7 +2,7 @@
 //! statements not yet answered, each transaction's record-keeping, and
 //! where each connection's stream of messages has got to.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::oneshot;
@@ -54,16 +54,8 @@ pub(super) struct State {
     pub(super) commits: ChaCha8Rng,
 }
 
-/// Per connection: the next message to serve, and later ones already
-/// served or lost (a message the network never delivered).
+/// Per connection: the number of the next message to serve.
 #[derive(Default)]
 pub(super) struct Turns {
-    pub(super) sessions: BTreeMap<u64, Next>,
-}
-
-/// One connection's next message, and later ones already served.
-#[derive(Default)]
-pub(super) struct Next {
-    pub(super) seq: u64,
-    pub(super) done: BTreeSet<u64>,
+    pub(super) sessions: BTreeMap<u64, u64>,
 }

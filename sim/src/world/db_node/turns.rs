@@ -2,7 +2,6 @@
 //! delivers a stream: a message that overtook an earlier one on the
 //! network waits at the server for it.
 
-use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 
 use super::DbNode;
@@ -20,7 +19,7 @@ impl DbNode {
             let moved = self.turn_moved.notified();
             let next = {
                 let turns = self.turns.lock().expect("turns");
-                turns.sessions.get(&session).map_or(0, |next| next.seq)
+                turns.sessions.get(&session).copied().unwrap_or(0)
             };
             assert!(
                 next <= seq,
@@ -33,27 +32,17 @@ impl DbNode {
         }
     }
 
-    /// Message `seq` of `session` was served (or will never arrive): the
-    /// next may go.
-    pub(crate) fn turn_taken(&self, session: u64, seq: u64) {
+    /// Message `seq` of `session` was served: the next may go.
+    pub(super) fn turn_taken(&self, session: u64, seq: u64) {
         {
             let mut turns = self.turns.lock().expect("turns");
             let next = turns.sessions.entry(session).or_default();
-            if seq < next.seq {
-                // Already taken (a reply lost after the message was served).
-                return;
-            }
-            next.done.insert(seq);
-            while next.done.remove(&next.seq) {
-                next.seq += 1;
-            }
+            // Every message reaches the server (`Kernel`'s network loses
+            // none), and each is served only in its turn.
+            assert_eq!(*next, seq, "session {session} served out of turn");
+            *next += 1;
         }
         self.turn_moved.notify_waiters();
-    }
-
-    /// A message of `caller`'s connection the network failed to deliver.
-    pub(crate) fn turn_lost(&self, session: u64, seq: u64) {
-        self.turn_taken(session, seq);
     }
 
     /// A round trip that touches no data (`calls::RoundTrip`): answered at
@@ -89,7 +78,6 @@ impl DbNode {
         self.with_db(|state| state.db.connection_closed(now_ms, session));
         // Nothing follows a close: every later turn counts as taken.
         let mut turns = self.turns.lock().expect("turns");
-        let next = turns.sessions.entry(session).or_default();
-        (next.seq, next.done) = (u64::MAX, BTreeSet::new());
+        turns.sessions.insert(session, u64::MAX);
     }
 }
