@@ -76,7 +76,8 @@ impl DbNode {
         self.in_turn(session, seq).await;
         let now_ms = self.recorder.now_ms();
         self.with_db(|state| state.db.connection_closed(now_ms, session));
-        // Nothing follows a close: every later turn counts as taken.
+        // Nothing follows a close (a closed socket sends nothing), so a
+        // later turn would be a message served twice.
         let mut turns = self.turns.lock().expect("turns");
         turns.sessions.insert(session, u64::MAX);
     }
