@@ -182,7 +182,8 @@ pub fn guided_until(
 /// The plan of run `number`: fresh from the swarm while the corpus is
 /// empty and for a share of runs after; else a mutation of a corpus plan
 /// chosen by energy, keeping the parent's seed half the time (a fork
-/// always keeps it, so that its prefix replays as it was).
+/// always keeps it: its run starts on the parent's schedule, though it
+/// does not replay the parent's prefix exactly; see `sim/docs/guided.md`).
 fn draw(
     config: &ExploreConfig,
     corpus: &Corpus,

@@ -83,6 +83,9 @@ pub(crate) struct Feedback {
     pub features: BTreeMap<Feature, i64>,
     /// See [`Figures`].
     pub figures: Figures,
+    /// What the run cost, as the events it recorded: a deterministic
+    /// stand-in for its CPU time (the two move together).
+    pub events: usize,
 }
 
 /// How many guidance figures there are.
@@ -139,7 +142,11 @@ pub(crate) fn feedback(history: &History, reached: &BTreeMap<&'static str, u64>)
         }
     }
     let figures = walk(history, &mut features);
-    Feedback { features, figures }
+    Feedback {
+        features,
+        figures,
+        events: history.events.len(),
+    }
 }
 
 /// A call in flight: its replica, its operation, and the token and expiry
