@@ -83,9 +83,6 @@ pub(crate) struct Feedback {
     pub features: BTreeMap<Feature, i64>,
     /// See [`Figures`].
     pub figures: Figures,
-    /// What the run cost, as the events it recorded: a deterministic
-    /// stand-in for its CPU time (the two move together).
-    pub events: usize,
 }
 
 /// How many guidance figures there are.
@@ -142,11 +139,7 @@ pub(crate) fn feedback(history: &History, reached: &BTreeMap<&'static str, u64>)
         }
     }
     let figures = walk(history, &mut features);
-    Feedback {
-        features,
-        figures,
-        events: history.events.len(),
-    }
+    Feedback { features, figures }
 }
 
 /// A call in flight: its replica, its operation, and the token and expiry
