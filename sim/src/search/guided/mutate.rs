@@ -1,8 +1,9 @@
 //! New plans from kept ones: the shrinker's moves and their inverses (add,
 //! drop, shift, widen or narrow a fault; change a setting or a fault
 //! knob), splicing two plans at an instant, and forking a plan at the
-//! first instant its run reached a rare state: what came before is kept,
-//! what follows is drawn afresh.
+//! first instant its run reached a rare state: its events before it are
+//! kept, those after it drawn afresh (the run itself is not replayed up to
+//! there: every event is a task from the start, `sim/docs/guided.md`).
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
