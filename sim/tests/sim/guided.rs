@@ -1,6 +1,7 @@
 //! Guided exploration: a campaign is a function of its seed whatever the
 //! threads, its failures replay from their tokens and load as a sweep's
-//! summary, and its corpus round-trips through its file.
+//! summary, its corpus round-trips through its file, and the bench's
+//! coverage comparison runs one campaign seed per comparison.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
@@ -8,8 +9,8 @@ use std::sync::atomic::AtomicBool;
 use retention_sim::model::{Flaw, RunSpec};
 use retention_sim::report::parse_token;
 use retention_sim::search::{
-    ExploreConfig, ExploreSummary, GuidedReport, Shard, corpus_text, guided_until, parse_corpus,
-    violated_clause,
+    ExploreConfig, ExploreSummary, GuidedBenchConfig, GuidedReport, Shard, bench_guided,
+    corpus_text, guided_until, parse_corpus, violated_clause,
 };
 use retention_sim::sweep::{Summary, merge};
 
@@ -154,4 +155,29 @@ fn explore_guided_saves_its_corpus_and_a_second_campaign_loads_it() {
     let (code, _, err) = sim(&["explore", "--corpus", corpus_arg]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--guided"), "{err}");
+}
+
+#[test]
+fn each_coverage_comparison_has_its_own_campaign_and_swarm_seeds() {
+    let config = GuidedBenchConfig {
+        streams: 1,
+        budget_runs: 1,
+        coverage_runs: 40,
+        coverage_seeds: 2,
+        canaries: vec![Flaw::canaries().next().expect("a canary")],
+        swarm_streams: false,
+        ..GuidedBenchConfig::default()
+    };
+    let report = bench_guided(&config, |_| {});
+    assert_eq!(report.coverage.len(), 2, "one comparison per campaign seed");
+    for (swarm, guided) in &report.coverage {
+        assert_eq!(swarm.runs, 40);
+        assert!(guided.runs > 0 && guided.cpu_secs > 0.0, "{guided:?}");
+    }
+    let (first, second) = (&report.coverage[0].0, &report.coverage[1].0);
+    assert_ne!(
+        (first.states, &first.probe_runs),
+        (second.states, &second.probe_runs),
+        "the second comparison's swarm runs seeds of its own"
+    );
 }

@@ -435,6 +435,11 @@ pub struct BenchArgs {
     /// the CPU time they took); 0 leaves it out.
     #[arg(long, default_value_t = 10_000, requires = "guided")]
     pub coverage_runs: u64,
+    /// With --guided: coverage comparisons, one guided campaign seed each
+    /// (0, 1, ...), each against swarm runs of its own; the report gives
+    /// every seed's ratio and their median.
+    #[arg(long, default_value_t = 3, requires = "guided")]
+    pub coverage_seeds: u64,
     /// With --guided: measure only guided's streams (swarm's do not
     /// change when the search does).
     #[arg(long, requires = "guided")]

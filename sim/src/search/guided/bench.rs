@@ -31,6 +31,11 @@ pub struct GuidedBenchConfig {
     /// Swarm runs of the coverage comparison; guided gets the CPU time
     /// they took; 0 leaves the comparison out. Default 10,000.
     pub coverage_runs: u64,
+    /// Coverage comparisons, each a guided campaign of its own seed (0,
+    /// 1, ...) against swarm runs of their own. Default 3: one campaign's
+    /// figures move by up to 1.3x in states and 2x in a rare probe from
+    /// one seed to the next, so a single one can mislead.
+    pub coverage_seeds: u64,
     /// Streams run side by side (each on one thread). Default 2.
     pub jobs: usize,
     /// Only these canaries; empty for all.
@@ -46,6 +51,7 @@ impl Default for GuidedBenchConfig {
             streams: 5,
             budget_runs: 100_000,
             coverage_runs: 10_000,
+            coverage_seeds: 3,
             jobs: 2,
             canaries: Vec::new(),
             swarm_streams: true,
@@ -89,9 +95,11 @@ pub struct GuidedBench {
     /// Per canary: its clauses, then swarm's streams (unless not asked
     /// for) and guided's.
     pub canaries: BTreeMap<&'static str, (Vec<&'static str>, Option<Streams>, Streams)>,
-    /// Swarm's reach over `coverage_runs` runs, then guided's in the same
-    /// CPU time (none when `coverage_runs` is 0).
-    pub coverage: Option<(Reach, Reach)>,
+    /// Per campaign seed (0, 1, ...): swarm's reach over `coverage_runs`
+    /// runs of seeds of its own (seed k: from k x `coverage_runs`), then a
+    /// guided campaign's in the same CPU time. Empty when `coverage_runs`
+    /// is 0.
+    pub coverage: Vec<(Reach, Reach)>,
 }
 
 /// CPU time this thread has run, in seconds (Linux's schedstat).
@@ -116,29 +124,50 @@ pub fn bench_guided(config: &GuidedBenchConfig, progress: impl Fn(&str) + Sync) 
                 continue;
             }
             for stream in 0..config.streams {
-                tasks.push((flaw, guided, stream));
+                tasks.push(Task::Canary(flaw, guided, stream));
             }
         }
     }
+    if config.coverage_runs > 0 {
+        tasks.extend((0..config.coverage_seeds).map(Task::Coverage));
+    }
     let results = Mutex::new(BTreeMap::new());
+    let reaches = Mutex::new(BTreeMap::new());
     let next = AtomicUsize::new(0);
     let work = || {
-        while let Some(&(flaw, guided, stream)) = tasks.get(next.fetch_add(1, Ordering::Relaxed)) {
-            let first = stream.wrapping_mul(1_000_003).wrapping_add(17);
-            let found = if guided {
-                guided_detection(flaw, first, config.budget_runs)
-            } else {
-                swarm_detection(flaw, first, config.budget_runs)
-            };
-            progress(&format!(
-                "{flaw} {} stream {stream}: {} runs",
-                if guided { "guided" } else { "swarm" },
-                found.0
-            ));
-            results
-                .lock()
-                .expect("no panic while measuring")
-                .insert((flaw, guided, stream), found);
+        while let Some(&task) = tasks.get(next.fetch_add(1, Ordering::Relaxed)) {
+            match task {
+                Task::Canary(flaw, guided, stream) => {
+                    let first = stream.wrapping_mul(1_000_003).wrapping_add(17);
+                    let found = if guided {
+                        guided_detection(flaw, first, config.budget_runs)
+                    } else {
+                        swarm_detection(flaw, first, config.budget_runs)
+                    };
+                    progress(&format!(
+                        "{flaw} {} stream {stream}: {} runs",
+                        if guided { "guided" } else { "swarm" },
+                        found.0
+                    ));
+                    results
+                        .lock()
+                        .expect("no panic while measuring")
+                        .insert((flaw, guided, stream), found);
+                }
+                Task::Coverage(seed) => {
+                    let first = seed.wrapping_mul(config.coverage_runs);
+                    let swarm = swarm_reach(first, config.coverage_runs);
+                    let guided = guided_reach(seed, swarm.cpu_secs);
+                    progress(&format!(
+                        "coverage at equal CPU time, campaign seed {seed}: {} abstract states against swarm's {}",
+                        guided.states, swarm.states
+                    ));
+                    reaches
+                        .lock()
+                        .expect("no panic while measuring")
+                        .insert(seed, (swarm, guided));
+                }
+            }
         }
     };
     std::thread::scope(|scope| {
@@ -166,12 +195,11 @@ pub fn bench_guided(config: &GuidedBenchConfig, progress: impl Fn(&str) + Sync) 
             )
         })
         .collect();
-    let coverage = (config.coverage_runs > 0).then(|| {
-        progress("coverage at equal CPU time");
-        let swarm = swarm_reach(config.coverage_runs);
-        let guided = guided_reach(swarm.cpu_secs);
-        (swarm, guided)
-    });
+    let coverage = reaches
+        .into_inner()
+        .expect("no panic while measuring")
+        .into_values()
+        .collect();
     GuidedBench {
         budget_runs: config.budget_runs,
         canaries,
@@ -246,12 +274,21 @@ fn campaign(start: u64, runs: u64, flaw: Option<Flaw>) -> ExploreConfig {
     }
 }
 
-fn swarm_reach(runs: u64) -> Reach {
+/// One measurement of the bench, as the threads take them.
+#[derive(Debug, Clone, Copy)]
+enum Task {
+    /// A canary's stream, guided or swarm.
+    Canary(Flaw, bool, u64),
+    /// The coverage comparison of one campaign seed.
+    Coverage(u64),
+}
+
+fn swarm_reach(first: u64, runs: u64) -> Reach {
     let started = thread_cpu_secs();
     let mut probe_runs: BTreeMap<&'static str, u64> =
         PROBES.iter().map(|(name, _)| (*name, 0)).collect();
     let mut states: BTreeSet<Feature> = BTreeSet::new();
-    for seed in 0..runs {
+    for seed in first..first.saturating_add(runs) {
         let history = Sim::new(&swarm(seed, None)).run().expect("valid");
         check(&history);
         let reached = coverage(&history);
@@ -272,10 +309,10 @@ fn swarm_reach(runs: u64) -> Reach {
     }
 }
 
-fn guided_reach(cpu_secs: f64) -> Reach {
+fn guided_reach(start: u64, cpu_secs: f64) -> Reach {
     let started = thread_cpu_secs();
     let stop = AtomicBool::new(false);
-    let config = campaign(0, u64::MAX / 2, None);
+    let config = campaign(start, u64::MAX / 2, None);
     let (summary, report): (_, GuidedReport) = guided_until(&config, &[], &stop, |_| {
         if thread_cpu_secs() - started >= cpu_secs {
             stop.store(true, Ordering::Relaxed);
