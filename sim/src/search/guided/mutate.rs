@@ -120,7 +120,15 @@ fn apply(
             } else {
                 rng.gen_range(200..=800)
             };
-            child.events[index] = child.events[index].scaled(permille)?;
+            let mut event = child.events[index].scaled(permille)?;
+            // Widened again and again, a pause or a cut grew to an hour:
+            // the run lasts until it ends, so each child cost ever more,
+            // and an hour's campaign slowed fivefold. One run's length
+            // is as long as a fault gets.
+            if let Some(window) = event.window_mut() {
+                *window.length_ms = (*window.length_ms).min(child.duration_ms);
+            }
+            child.events[index] = event;
         }
         Move::Setting => {
             let drawn = fresh(spec, rng);
